@@ -1,0 +1,16 @@
+# The few targets a newcomer looks for. `make test` runs the README's test command, as .ci/run does.
+PYTHON ?= python
+
+.PHONY: install test lint bench
+
+install:
+	$(PYTHON) -m pip install -e '.[test]'
+
+test:
+	python -m pip install -e '.[test]' && python -m pytest
+
+lint:  # needs ruff: python -m pip install -e '.[lint]'
+	ruff check rqfast tests
+
+bench:
+	$(PYTHON) -m bench
