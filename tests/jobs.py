@@ -1,0 +1,134 @@
+"""Job functions the tests enqueue, importable by producers and workers alike (RQ's tests/fixtures.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+
+def _current_job() -> Any:
+    """The running job, whichever library runs it: rqfast first, RQ as the reference."""
+    try:
+        from rqfast import get_current_job
+    except ImportError:
+        pass
+    else:
+        job = get_current_job()
+        if job is not None:
+            return job
+    from rq import get_current_job as rq_get_current_job
+
+    return rq_get_current_job()
+
+
+class CustomError(Exception):
+    """Raised by `raise_custom_error`, so failures can be told from library errors."""
+
+
+def say_hello(name: str = 'Stranger') -> str:
+    return f'Hi there, {name}!'
+
+
+def add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def noop() -> None:
+    return None
+
+
+def div_by_zero() -> float:
+    return 1 / 0
+
+
+def long_running(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def echo(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return args, kwargs
+
+
+async def async_add(a: Any, b: Any) -> Any:
+    await asyncio.sleep(0)
+    return a + b
+
+
+def raise_custom_error(message: str = 'something went wrong') -> None:
+    raise CustomError(message)
+
+
+def return_unpicklable() -> Any:
+    """A value neither pickle nor JSON can encode."""
+    return threading.Lock()
+
+
+def save_meta_from_inside(key: str = 'touched', value: Any = True) -> str:
+    """Writes job.meta from inside the job, through get_current_job()."""
+    job = _current_job()
+    job.meta[key] = value
+    job.save_meta()
+    return job.id
+
+
+def current_job_id() -> str | None:
+    job = _current_job()
+    return job.id if job is not None else None
+
+
+class Number:
+    """Enqueued as a bound method: data holds (instance, 'div')."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def div(self, y: int) -> float:
+        return self.value / y
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Number) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(('Number', self.value))
+
+    def __repr__(self) -> str:
+        return f'Number({self.value!r})'
+
+
+class CallableAdder:
+    """Enqueued as a callable instance: data holds (instance, '__call__')."""
+
+    def __init__(self, offset: int = 0) -> None:
+        self.offset = offset
+
+    def __call__(self, a: int, b: int = 0) -> int:
+        return self.offset + a + b
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CallableAdder) and other.offset == self.offset
+
+    def __hash__(self) -> int:
+        return hash(('CallableAdder', self.offset))
+
+    def __repr__(self) -> str:
+        return f'CallableAdder({self.offset!r})'
+
+
+callable_adder = CallableAdder(10)
+
+CALLBACK_CALLS: list[tuple[str, str, Any]] = []
+
+
+def success_callback(job: Any, connection: Any, result: Any) -> None:
+    CALLBACK_CALLS.append(('success', job.id, result))
+
+
+def failure_callback(job: Any, connection: Any, type: Any, value: Any, tb: Any) -> None:
+    CALLBACK_CALLS.append(('failure', job.id, type))
+
+
+def stopped_callback(job: Any, connection: Any) -> None:
+    CALLBACK_CALLS.append(('stopped', job.id, None))
