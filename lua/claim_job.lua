@@ -1,0 +1,31 @@
+-- claim_job.lua: claim the next job for a worker (the worker's first claim, and every claim
+-- after it was idle). One call: pop from the first non-empty queue, mark the job started.
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
+-- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] worker idle TTL (s),
+-- ARGV[8] new execution id, ARGV[9] id already moved into `queue`'s intermediate list by a
+-- blocking BLMOVE ("" for none), ARGV[10] that queue, ARGV[11] number of queues, queue names...
+-- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
+--   dropped ids (popped ids that had no job hash), 1 if rq:suspended is set else 0}
+
+local r = argv_reader(2)
+local w = r.next()
+local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next()), interval = tonumber(r.next())}
+local idle_ttl = r.next()
+local x = r.next()
+local moved_id, moved_queue = r.next(), r.next()
+local queues = r.list()
+
+if moved_id ~= '' then
+  redis.call('LREM', K.intermediate(moved_queue), 1, moved_id)
+  local job = start_job(moved_id, moved_queue, w, x, c)
+  if job then return {moved_id, moved_queue, job, {}, 0} end
+  local claim = claim_next(queues, w, x, c)
+  table.insert(claim[4], 1, moved_id)
+  if not claim[1] then set_worker_idle(w, c, idle_ttl) end
+  return claim
+end
+local claim = claim_next(queues, w, x, c)
+if not claim[1] then set_worker_idle(w, c, idle_ttl) end
+return claim

@@ -1,0 +1,28 @@
+-- delete_job.lua: delete a job (RQ's Job.delete): out of its queue and registry, its executions,
+-- its group and its keys; optionally its dependents too (each out of its registry and deleted).
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] job id, ARGV[3] "1" to remove it from its queue, ARGV[4] "1" to delete
+-- its dependents
+-- Returns: the number of jobs deleted.
+
+local function delete_one(id, remove_from_queue)
+  local fields = redis.call('HMGET', K.job(id), 'status', 'origin', 'group_id')
+  if fields[1] then remove_from_registries(id, fields[2] or '', fields[1], remove_from_queue) end
+  for _, x in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do
+    redis.call('DEL', K.execution(id, x))
+    if fields[2] then redis.call('ZREM', K.started(fields[2]), id .. ':' .. x) end
+  end
+  redis.call('DEL', K.executions(id))
+  if fields[3] and fields[3] ~= '' then redis.call('SREM', K.group(fields[3]), id) end
+  return redis.call('DEL', K.job(id), K.dependents(id), K.dependencies(id)) > 0 and 1 or 0
+end
+
+local id = ARGV[2]
+local deleted = 0
+if ARGV[4] == '1' then
+  for _, dependent_id in ipairs(redis.call('SMEMBERS', K.dependents(id))) do
+    deleted = deleted + delete_one(dependent_id, false)
+  end
+end
+return deleted + delete_one(id, ARGV[3] == '1')

@@ -1,0 +1,103 @@
+-- enqueue_jobs.lua: store and enqueue (or defer, or schedule) a batch of jobs in one call.
+-- Called by rqfast.scripts.enqueue_jobs() for Queue.enqueue*, enqueue_many (one call per chunk),
+-- enqueue_at/in and the sync (is_async=False) store.
+--
+-- KEYS: none (job ids are data; keys are built from the prefix, see _common.lua)
+-- ARGV[1] prefix ("rq:")
+-- ARGV[2] queue name
+-- ARGV[3] now as RQ's UTC text (becomes enqueued_at)
+-- ARGV[4] now as an integer epoch (the deferred registry's score)
+-- ARGV[5] number of jobs; then, per job, one record:
+--   id, mode, at_front ("0"/"1"), unique ("0"/"1"), ttl ("" or seconds), score ("" or epoch),
+--   allow_failure ("0"/"1"), n_deps, dep ids..., n_fields, field, value, ...
+--   mode: "queue"  enqueue; deferred instead when a dependency exists and is not finished
+--         "requeue" out of the failed registry and back onto the queue (nothing when not in it)
+--         "batch"  as enqueue_many does: always register the dependency sets, enqueue when every
+--                  existing dependency is finished (or failed with allow_failure)
+--         "store"  save as queued without pushing (a sync job about to run in-process)
+--         "schedule" save as scheduled and ZADD the scheduled registry at `score`
+--   The fields are the job hash without status and enqueued_at, which this script sets.
+-- Returns: one status per job: "queued", "deferred", "scheduled", "stored", "duplicate" or
+--   "not_failed" (a requeue of a job that is not in the failed registry; nothing written)
+--   ("duplicate": unique was asked and the job hash exists; nothing was written for it).
+
+local queue = ARGV[2]
+local now_text = ARGV[3]
+local now_epoch = tonumber(ARGV[4])
+
+local function dependency_blocks(dep_id, allow_failure)
+  local status = redis.call('HGET', K.job(dep_id), 'status')
+  if not status then return false end  -- a missing dependency counts as met, as in RQ
+  if status == 'finished' then return false end
+  return not (allow_failure and status == 'failed')
+end
+
+local function register_dependencies(id, deps)
+  redis.call('ZADD', K.deferred(queue), now_epoch, id)
+  for _, dep_id in ipairs(deps) do
+    redis.call('SADD', K.dependents(dep_id), id)
+    redis.call('SADD', K.dependencies(id), dep_id)
+  end
+end
+
+local function store(id, fields, status, enqueued)
+  local key = K.job(id)
+  redis.call('HSET', key, 'status', status)
+  redis.call('HSET', key, unpack(fields))
+  if enqueued then redis.call('HSET', key, 'enqueued_at', now_text) end
+end
+
+local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+  if mode == 'requeue' and redis.call('ZREM', K.failed(queue), id) == 0 then
+    return 'not_failed'
+  end
+  if mode == 'schedule' then
+    redis.call('SADD', K.queues, K.queue(queue))
+    store(id, fields, 'scheduled', false)
+    expire_job_keys(id, ttl)
+    redis.call('ZADD', K.scheduled(queue), score, id)
+    return 'scheduled'
+  end
+  local blocked = false
+  for _, dep_id in ipairs(deps) do
+    if dependency_blocks(dep_id, mode == 'batch' and allow_failure) then blocked = true end
+  end
+  redis.call('SADD', K.queues, K.queue(queue))
+  if mode == 'batch' and #deps > 0 then
+    register_dependencies(id, deps)
+  end
+  if blocked then
+    if mode ~= 'batch' then register_dependencies(id, deps) end
+    store(id, fields, 'deferred', false)
+    if mode ~= 'batch' then expire_job_keys(id, ttl) end
+    return 'deferred'
+  end
+  if mode == 'batch' and #deps > 0 then redis.call('ZREM', K.deferred(queue), id) end
+  store(id, fields, 'queued', true)
+  expire_job_keys(id, ttl)
+  if mode == 'store' then return 'stored' end
+  push_job(queue, id, at_front)
+  return 'queued'
+end
+
+local results = {}
+local i = 6
+for n = 1, tonumber(ARGV[5]) do
+  local id, mode, at_front, unique = ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', ARGV[i + 3] == '1'
+  local ttl, score, allow_failure = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] == '1'
+  local n_deps = tonumber(ARGV[i + 7])
+  i = i + 8
+  local deps = {}
+  for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
+  i = i + n_deps
+  local n_fields = tonumber(ARGV[i])
+  local fields = {}
+  for f = 1, 2 * n_fields do fields[f] = ARGV[i + f] end
+  i = i + 1 + 2 * n_fields
+  if unique and redis.call('EXISTS', K.job(id)) == 1 then
+    results[n] = 'duplicate'
+  else
+    results[n] = enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+  end
+end
+return results

@@ -1,0 +1,22 @@
+"""rqfast: RQ 2.12's API and Redis layout, with a worker that makes one round trip per job."""
+
+from __future__ import annotations
+
+from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
+from .queue import Queue
+from .repeat import Repeat
+from .version import VERSION
+
+__version__ = VERSION
+
+__all__ = [
+    'VERSION',
+    'Callback',
+    'Job',
+    'Queue',
+    'Repeat',
+    'Retry',
+    'cancel_job',
+    'get_current_job',
+    'requeue_job',
+]

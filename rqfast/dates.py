@@ -1,0 +1,40 @@
+"""RQ's two time encodings: UTC text in hashes, float/int epochs in streams and zsets."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from datetime import datetime, timedelta, timezone
+
+_FORMAT = '%Y-%m-%dT%H:%M:%S.%fZ'
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def utcformat(dt: datetime) -> str:
+    """`2026-11-21T07:35:07.354946Z`: always six fractional digits and a literal Z."""
+    return dt.strftime(_FORMAT)
+
+
+def utcparse(text: str | bytes) -> datetime:
+    if isinstance(text, bytes):
+        text = text.decode()
+    try:
+        parsed = datetime.strptime(text, _FORMAT)
+    except ValueError:
+        parsed = datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ')
+    return parsed.replace(tzinfo=timezone.utc)
+
+
+def epoch_seconds(dt: datetime) -> int:
+    """Integer epoch of a datetime; a naive one is taken as local time, as RQ's scheduler does."""
+    if dt.tzinfo is None:
+        offset = -(time.timezone if time.daylight == 0 else time.altzone)
+        dt = dt.replace(tzinfo=timezone(timedelta(seconds=offset)))
+    return calendar.timegm(dt.utctimetuple())
+
+
+def from_epoch(value: float) -> datetime:
+    return datetime.fromtimestamp(value, tz=timezone.utc)

@@ -1,0 +1,60 @@
+"""The `@job` decorator: `f.delay(...)` enqueues a call of f, as in RQ."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from redis import Redis
+
+from .job import Retry
+from .queue import Queue
+
+DEFAULT_RESULT_TTL = 500
+
+
+class job:  # noqa: N801 - RQ's name
+    queue_class = Queue
+
+    def __init__(
+        self,
+        queue: Queue | str,
+        connection: Redis | None = None,
+        timeout: Any = None,
+        result_ttl: int = DEFAULT_RESULT_TTL,
+        ttl: int | None = None,
+        queue_class: type[Queue] | None = None,
+        depends_on: Any = None,
+        at_front: bool = False,
+        meta: dict | None = None,
+        description: str | None = None,
+        failure_ttl: int | None = None,
+        retry: Retry | None = None,
+        on_failure: Any = None,
+        on_success: Any = None,
+        on_stopped: Any = None,
+        webhooks: Any = None,
+    ):
+        self.queue, self.connection = queue, connection
+        self.queue_class = queue_class or Queue
+        self.options = dict(timeout=timeout, result_ttl=result_ttl, ttl=ttl, meta=meta, description=description,
+                            failure_ttl=failure_ttl, retry=retry, on_failure=on_failure, on_success=on_success,
+                            on_stopped=on_stopped, webhooks=webhooks)
+        self.depends_on, self.at_front = depends_on, at_front
+
+    def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(f)
+        def delay(*args: Any, **kwargs: Any) -> Any:
+            queue = self.queue
+            if isinstance(queue, str):
+                queue = self.queue_class(name=queue, connection=self.connection)
+            depends_on = kwargs.pop('depends_on', None) or self.depends_on
+            job_id = kwargs.pop('job_id', None)
+            at_front = kwargs.pop('at_front', False) or self.at_front
+            return queue.enqueue_call(f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id,
+                                      at_front=at_front, **self.options)
+
+        f.delay = delay  # type: ignore[attr-defined]
+        f.enqueue = delay  # type: ignore[attr-defined]
+        return f

@@ -1,0 +1,79 @@
+"""Running one job in this process: timeout, callbacks, and the outcome the engine records.
+
+Used by the SimpleWorker, by the forking and spawn workers' children, and by is_async=False queues.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .dates import now
+from .job import Job, Retry
+from .timeouts import BaseDeathPenalty, JobTimeoutException, UnixSignalDeathPenalty
+
+ExceptionHandler = Callable[..., Any]
+
+
+@dataclass
+class Outcome:
+    """How a run ended: 'success' (value), 'retry' (value is the Retry) or 'failure' (exc_string)."""
+
+    kind: str
+    value: Any = None
+    exc_string: str = ''
+    exc_info: Any = None
+
+
+def run_job(job: Job, death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
+            exception_handlers: Sequence[ExceptionHandler] = (), default_timeout: int = 180) -> Outcome:
+    """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
+    job.started_at = now()
+    try:
+        timeout = job.timeout or default_timeout
+        with death_penalty_class(timeout, JobTimeoutException, job_id=job.id):
+            value = job.perform()
+        _ended(job)
+        if isinstance(value, Retry):
+            return Outcome('retry', value)
+        if job.success_callback:
+            with death_penalty_class(job.success_callback_timeout, JobTimeoutException, job_id=job.id):
+                job.success_callback(job, job.connection, value)
+        return Outcome('success', value)
+    except Exception:
+        return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers)
+
+
+def _ended(job: Job) -> None:
+    job.ended_at = now()
+    job.last_heartbeat = job.ended_at
+
+
+def fail_job(job: Job, exc_info: Any, death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
+             exception_handlers: Sequence[ExceptionHandler] = ()) -> Outcome:
+    """The failure callback, then the exception handler chain; a raising callback's error replaces the job's."""
+    if job.ended_at is None or job.started_at is None or job.ended_at < job.started_at:
+        _ended(job)
+    try:
+        if job.failure_callback:
+            with death_penalty_class(job.failure_callback_timeout, JobTimeoutException, job_id=job.id):
+                job.failure_callback(job, job.connection, *exc_info)
+    except Exception:
+        exc_info = sys.exc_info()
+    run_exception_handlers(job, exc_info, exception_handlers)
+    return Outcome('failure', exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
+
+
+def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[ExceptionHandler]) -> None:
+    """RQ's chain: each handler runs until one returns a falsy value other than None."""
+    for handler in handlers:
+        try:
+            fall_through = handler(job, *exc_info)
+        except Exception:
+            traceback.print_exc()
+            break
+        if fall_through is not None and not fall_through:
+            break

@@ -1,0 +1,222 @@
+"""The per-queue job registries: sorted sets scored by expiry (or time, for deferred/scheduled/canceled)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from redis import Redis
+
+from . import keys
+from .dates import epoch_seconds, from_epoch, now
+from .exceptions import InvalidJobOperation, NoSuchJobError
+from .job import Job, parse_job_id
+from .serializers import resolve_serializer
+
+if TYPE_CHECKING:
+    from .queue import Queue
+
+DEFAULT_FAILURE_TTL = 31536000
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class BaseRegistry:
+    key_template = 'rq:registry:{0}'
+    job_class: type[Job] = Job
+
+    def __init__(
+        self,
+        name: str = 'default',
+        connection: Redis | None = None,
+        job_class: type[Job] | None = None,
+        queue: Queue | None = None,
+        serializer: Any = None,
+        death_penalty_class: Any = None,
+    ):
+        if queue is not None:
+            self.name, self.connection, self.serializer = queue.name, queue.connection, queue.serializer
+        else:
+            if connection is None:
+                raise TypeError('a registry needs a connection or a queue')
+            self.name, self.connection, self.serializer = name, connection, resolve_serializer(serializer)
+        self.key = self.key_template.format(self.name)
+        self.job_class = job_class or Job
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BaseRegistry) and (self.key, self.connection) == (other.key, other.connection)
+
+    def __contains__(self, item: Any) -> bool:
+        job_id = item.id if isinstance(item, Job) else item
+        return self.connection.zscore(self.key, cast(str, job_id)) is not None
+
+    @property
+    def count(self) -> int:
+        return self.get_job_count(cleanup=True)
+
+    def get_job_count(self, cleanup: bool = True) -> int:
+        if cleanup:
+            self.cleanup()
+        return int(self.connection.zcard(self.key))
+
+    def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
+        """Add with score now + ttl (+inf for -1), as RQ's registries do."""
+        job_id = job.id if isinstance(job, Job) else job
+        score: float | str = ttl if ttl < 0 else epoch_seconds(now()) + ttl
+        if score == -1:
+            score = '+inf'
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zadd(self.key, {job_id: score}, xx=xx))
+
+    def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
+        job_id = job.id if isinstance(job, Job) else job
+        target = pipeline if pipeline is not None else self.connection
+        removed = target.zrem(self.key, job_id)
+        if delete_job:
+            instance = job if isinstance(job, Job) else self.job_class.fetch(
+                job_id, connection=self.connection, serializer=self.serializer)
+            instance.delete()
+        return cast(int, removed)
+
+    def get_expired_job_ids(self, timestamp: float | None = None) -> list[str]:
+        score = timestamp if timestamp is not None else epoch_seconds(now())
+        return [self.parse_job_id(member) for member in self.connection.zrangebyscore(self.key, 0, score)]
+
+    def get_job_ids(self, start: int = 0, end: int = -1, desc: bool = False, cleanup: bool = True) -> list[str]:
+        if cleanup:
+            self.cleanup()
+        return [self.parse_job_id(member) for member in self.connection.zrange(self.key, start, end, desc=desc)]
+
+    def get_queue(self) -> Queue:
+        from .queue import Queue
+
+        return Queue(self.name, connection=self.connection, serializer=self.serializer)
+
+    def get_expiration_time(self, job: Job) -> datetime:
+        score = self.connection.zscore(self.key, job.id)
+        return from_epoch(cast(float, score))
+
+    def requeue(self, job_or_id: Job | str, at_front: bool = False) -> Job:
+        """Back onto its queue, in one script call; InvalidJobOperation when it is not in this registry."""
+        if isinstance(job_or_id, Job):
+            job = job_or_id
+        else:
+            job = self.job_class.fetch(job_or_id, connection=self.connection, serializer=self.serializer)
+        queue = self.get_queue() if job.origin == self.name else None
+        from .queue import Queue
+
+        queue = queue or Queue(job.origin, connection=self.connection, serializer=job.serializer)
+        return queue.requeue_from_registry(job, self.key, at_front=at_front)
+
+    @staticmethod
+    def parse_job_id(entry: Any) -> str:
+        return _text(entry)
+
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+        """Nothing to expire in the base registry."""
+
+
+class _ExpiringRegistry(BaseRegistry):
+    """Entries scored by their expiry; cleanup drops the expired ones."""
+
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+        self.connection.zremrangebyscore(self.key, 0, timestamp if timestamp is not None else epoch_seconds(now()))
+
+
+class FinishedJobRegistry(_ExpiringRegistry):
+    key_template = 'rq:finished:{0}'
+
+
+class FailedJobRegistry(_ExpiringRegistry):
+    key_template = 'rq:failed:{0}'
+
+
+class DeferredJobRegistry(BaseRegistry):
+    key_template = 'rq:deferred:{0}'
+
+    def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
+        job_id = job.id if isinstance(job, Job) else job
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
+
+
+class ScheduledJobRegistry(BaseRegistry):
+    key_template = 'rq:scheduled:{0}'
+
+    def schedule(self, job: Job, scheduled_datetime: datetime, pipeline: Any = None) -> int:
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zadd(self.key, {job.id: epoch_seconds(scheduled_datetime)}))
+
+    def get_jobs_to_schedule(self, timestamp: int | None = None, chunk_size: int = 1000) -> list[str]:
+        score = timestamp if timestamp is not None else epoch_seconds(now())
+        return [_text(m) for m in self.connection.zrangebyscore(self.key, 0, score, start=0, num=chunk_size)]
+
+    def get_jobs_to_enqueue(self, timestamp: float | None = None) -> list[str]:
+        return self.get_expired_job_ids(timestamp)
+
+    def get_scheduled_time(self, job_or_id: Job | str) -> datetime:
+        job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
+        score = self.connection.zscore(self.key, job_id)
+        if not score:
+            raise NoSuchJobError
+        return from_epoch(score)
+
+
+class CanceledJobRegistry(BaseRegistry):
+    key_template = 'rq:canceled:{0}'
+
+    def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
+        job_id = job.id if isinstance(job, Job) else job
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
+
+    def requeue(self, job_or_id: Job | str, at_front: bool = False) -> Job:
+        raise InvalidJobOperation('Canceled jobs cannot be requeued')
+
+
+class StartedJobRegistry(BaseRegistry):
+    """Jobs being executed; members are `<job id>:<execution id>`, scored by heartbeat expiry."""
+
+    key_template = 'rq:wip:{0}'
+
+    @staticmethod
+    def parse_job_id(entry: Any) -> str:
+        return parse_job_id(_text(entry))
+
+    def __contains__(self, item: Any) -> bool:
+        job_id = item.id if isinstance(item, Job) else item
+        return job_id in self.get_job_ids(cleanup=False)
+
+    def get_job_and_execution_ids(self, start: int = 0, end: int = -1, desc: bool = False,
+                                  cleanup: bool = True) -> list[tuple[str, str]]:
+        if cleanup:
+            self.cleanup()
+        pairs = []
+        for member in self.connection.zrange(self.key, start, end, desc=desc):
+            job_id, _, execution_id = _text(member).partition(':')
+            pairs.append((job_id, execution_id))
+        return pairs
+
+    def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
+        raise NotImplementedError('the worker adds executions to the started registry')
+
+    def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
+        raise NotImplementedError('the worker removes executions from the started registry')
+
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+        """Fail (or retry) the jobs whose worker stopped heartbeating, as RQ's cleanup does."""
+        from .maintenance import fail_abandoned_jobs
+
+        fail_abandoned_jobs(self.connection, self.name, timestamp=timestamp, serializer=self.serializer,
+                            exception_handlers=exception_handlers)
+
+
+def clean_registries(queue: Queue, exception_handlers: list | None = None) -> None:
+    """Clean every registry of a queue."""
+    for registry in (queue.finished_job_registry, queue.started_job_registry, queue.failed_job_registry):
+        registry.cleanup(exception_handlers=exception_handlers)

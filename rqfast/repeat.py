@@ -1,0 +1,31 @@
+"""Repeat: run a job again after it succeeds, `times` more times, RQ's way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class Repeat:
+    def __init__(self, times: int, interval: int | Iterable[int] | None = 0):
+        if times < 1:
+            raise ValueError('times: please enter a value greater than 0')
+        if isinstance(interval, int):
+            intervals = [interval]
+        elif isinstance(interval, Iterable):
+            intervals = list(interval)
+        else:
+            raise TypeError('intervals must be an int or iterable of ints')
+        if any(i < 0 for i in intervals):
+            raise ValueError('intervals: negative numbers are not allowed')
+        self.times = times
+        self.intervals = intervals
+
+    def __repr__(self) -> str:
+        return f'Repeat(times={self.times}, intervals={self.intervals})'
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Repeat) and (self.times, self.intervals) == (other.times, other.intervals)
+
+    @classmethod
+    def get_interval(cls, count: int, intervals: list[int]) -> int:
+        return intervals[-1] if count >= len(intervals) else intervals[count]

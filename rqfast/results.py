@@ -1,0 +1,142 @@
+"""Result: one entry of a job's `rq:results:<id>` stream (section 3 of the layout)."""
+
+from __future__ import annotations
+
+import zlib
+from base64 import b64decode, b64encode
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from redis import Redis
+
+from . import keys
+from .dates import from_epoch, now
+from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .serializers import resolve_serializer
+
+if TYPE_CHECKING:
+    from .job import Job
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Result:
+    class Type(Enum):
+        SUCCESSFUL = 1
+        FAILED = 2
+        STOPPED = 3
+        RETRIED = 4
+        MAX_RETRIES_EXCEEDED = 5
+
+    def __init__(
+        self,
+        job_id: str,
+        type: Type,
+        connection: Redis,
+        id: str | None = None,
+        created_at: datetime | None = None,
+        return_value: Any = None,
+        exc_string: str | None = None,
+        worker_name: str = '',
+        serializer: Any = None,
+        execution_id: str | None = None,
+        execution_started_at: datetime | None = None,
+        execution_ended_at: datetime | None = None,
+    ):
+        self.job_id = job_id
+        self.type = type
+        self.connection = connection
+        self.id = id
+        self.created_at = created_at or now()
+        self.return_value = return_value
+        self.exc_string = exc_string
+        self.worker_name = worker_name
+        self.serializer = resolve_serializer(serializer)
+        self.execution_id = execution_id
+        self.execution_started_at = execution_started_at
+        self.execution_ended_at = execution_ended_at
+
+    def __repr__(self) -> str:
+        return f'Result(id={self.id}, type={self.Type(self.type).name})'
+
+    def __eq__(self, other: object) -> bool:
+        return getattr(other, 'id', None) == self.id
+
+    def __bool__(self) -> bool:
+        return bool(self.id)
+
+    @classmethod
+    def get_key(cls, job_id: str) -> str:
+        return keys.results_key(job_id)
+
+    @classmethod
+    def all(cls, job: Job, serializer: Any = None) -> list[Result]:
+        entries = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
+        return [cls.restore(job.id, _text(rid), payload, job.connection, serializer) for rid, payload in entries]
+
+    @classmethod
+    def count(cls, job: Job) -> int:
+        return int(job.connection.xlen(keys.results_key(job.id)))
+
+    @classmethod
+    def delete_all(cls, job: Job) -> None:
+        job.connection.delete(keys.results_key(job.id))
+
+    @classmethod
+    def fetch_latest(cls, job: Job, serializer: Any = None, timeout: int = 0) -> Result | None:
+        key = keys.results_key(job.id)
+        if timeout:
+            response = job.connection.xread({key: '0-0'}, block=timeout * 1000)
+            if not response:
+                return None
+            result_id, payload = response[0][1][-1]
+        else:
+            response = job.connection.xrevrange(key, '+', '-', count=1)
+            if not response:
+                return None
+            result_id, payload = response[0]
+        return cls.restore(job.id, _text(result_id), payload, job.connection, serializer)
+
+    @classmethod
+    def restore(cls, job_id: str, result_id: str, payload: dict, connection: Redis, serializer: Any = None) -> Result:
+        fields = {_text(k): v for k, v in payload.items()}
+        serializer = resolve_serializer(serializer)
+        return_value = fields.get('return_value')
+        if return_value is not None:
+            return_value = serializer.loads(b64decode(_text(return_value)))
+        exc_string = fields.get('exc_string')
+        if exc_string:
+            exc_string = zlib.decompress(b64decode(exc_string)).decode()
+        started, ended = fields.get('execution_started_at'), fields.get('execution_ended_at')
+        return cls(
+            job_id,
+            cls.Type(int(fields['type'])),
+            connection=connection,
+            id=result_id,
+            created_at=from_epoch(int(result_id.split('-')[0]) / 1000),
+            return_value=return_value,
+            exc_string=exc_string or None,
+            worker_name=_text(fields['worker_name']) if fields.get('worker_name') else '',
+            serializer=serializer,
+            execution_id=_text(fields['execution_id']) if fields.get('execution_id') else None,
+            execution_started_at=from_epoch(float(started)) if started else None,
+            execution_ended_at=from_epoch(float(ended)) if ended else None,
+        )
+
+
+def encode_return_value(serializer: Any, value: Any) -> str | None:
+    """base64 of the serialized value; None for None (RQ leaves the field out)."""
+    if value is None:
+        return None
+    try:
+        serialized = serializer.dumps(value)
+    except Exception:
+        serialized = serializer.dumps(UNSERIALIZABLE_RETURN_VALUE_PAYLOAD)
+    return b64encode(serialized).decode()
+
+
+def encode_exc_string(exc_string: str) -> str:
+    return b64encode(zlib.compress(exc_string.encode())).decode()

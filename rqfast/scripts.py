@@ -1,0 +1,107 @@
+"""The Lua scripts in lua/, loaded once and called by EVALSHA (one round trip per call).
+
+Each script is one state change. A typed wrapper per script is the only Python that knows its
+ARGV order. Scripts are never sent through a redis-py pipeline: Pipeline.execute() would first
+send SCRIPT EXISTS, an extra round trip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import NoScriptError
+
+from . import keys
+
+_SEARCH_PATH = (
+    Path(__file__).resolve().parent / 'lua',  # installed: the wheel ships them as rqfast/lua/
+    Path(__file__).resolve().parent.parent / 'lua',  # a source checkout
+)
+
+
+def _lua_dir() -> Path:
+    for path in _SEARCH_PATH:
+        if (path / '_common.lua').is_file():
+            return path
+    raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, _SEARCH_PATH))}')
+
+
+class Script:
+    """A script file with the shared key-name prelude in front, called by its sha1."""
+
+    def __init__(self, name: str) -> None:
+        directory = _lua_dir()
+        prelude = (directory / '_common.lua').read_text()
+        self.name = name
+        self.source = (prelude + (directory / f'{name}.lua').read_text()).encode()
+        self.sha = hashlib.sha1(self.source).hexdigest()
+
+    def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
+        try:
+            return connection.evalsha(self.sha, 0, keys.PREFIX, *args)
+        except NoScriptError:
+            connection.script_load(self.source)
+            return connection.evalsha(self.sha, 0, keys.PREFIX, *args)
+
+
+_scripts: dict[str, Script] = {}
+
+
+def script(name: str) -> Script:
+    found = _scripts.get(name)
+    if found is None:
+        found = _scripts[name] = Script(name)
+    return found
+
+
+def enqueue_jobs(connection: Redis, queue: str, now_text: str, now_epoch: int, records: list[list[Any]]) -> list[str]:
+    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout); a status per job."""
+    args: list[Any] = [queue, now_text, now_epoch, len(records)]
+    for record in records:
+        args.extend(record)
+    return [status.decode() if isinstance(status, bytes) else status for status in script('enqueue_jobs')(connection, args)]
+
+
+def cancel_job(connection: Redis, job_id: str, now_epoch: int, now_text: str, enqueue_dependents: bool,
+               remove_from_dependencies: bool) -> int:
+    """1 when canceled, 0 when the job does not exist, -1 when it was canceled already."""
+    return int(script('cancel_job')(connection, [job_id, now_epoch, now_text, int(enqueue_dependents),
+                                                 int(remove_from_dependencies)]))
+
+
+def delete_job(connection: Redis, job_id: str, remove_from_queue: bool, delete_dependents: bool) -> int:
+    """Deletes the job (and its dependents when asked); the number of jobs deleted."""
+    return int(script('delete_job')(connection, [job_id, int(remove_from_queue), int(delete_dependents)]))
+
+
+def empty_queue(connection: Redis, queue: str) -> int:
+    """LPOP every id and delete its job hash and dependents set; the number removed."""
+    return int(script('empty_queue')(connection, [queue]))
+
+
+def claim_job(connection: Redis, worker_name: str, times: list[Any], monitoring_interval: int, idle_ttl: int,
+              execution_id: str, moved_id: str, moved_queue: str, queues: list[str]) -> list[Any]:
+    """See lua/claim_job.lua: {job id, queue, job hash (flat), dropped ids, suspended}."""
+    args = [worker_name, *times, monitoring_interval, idle_ttl, execution_id, moved_id, moved_queue,
+            len(queues), *queues]
+    return script('claim_job')(connection, args)  # type: ignore[no-any-return]
+
+
+def finish_job(connection: Redis, worker_name: str, times: list[Any], job_id: str, queue: str, execution_id: str,
+               plan: Any, working_time: float, claim_next: bool, monitoring_interval: int, idle_ttl: int,
+               next_execution_id: str, queues: list[str]) -> list[Any]:
+    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job."""
+    args: list[Any] = [worker_name, *times, job_id, queue, execution_id, plan.registry, plan.registry_score,
+                       plan.job_ttl, plan.release_as, plan.put_back, plan.schedule_score, plan.counter,
+                       repr(float(working_time)), plan.stream_ttl, len(plan.fields)]
+    for name, value in plan.fields.items():
+        args.extend((name, value))
+    args.append(len(plan.stream))
+    for name, value in plan.stream.items():
+        args.extend((name, value))
+    args.extend((int(claim_next), monitoring_interval, idle_ttl, next_execution_id, len(queues), *queues))
+    return script('finish_job')(connection, args)  # type: ignore[no-any-return]

@@ -1,0 +1,50 @@
+"""Job payload serializers: RQ's two, by the same names and aliases."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
+
+from .imports import import_attribute
+
+
+@runtime_checkable
+class Serializer(Protocol):
+    def dumps(self, obj: Any, /) -> bytes: ...
+
+    def loads(self, data: bytes, /) -> Any: ...
+
+
+class DefaultSerializer:
+    dumps: ClassVar[Callable[[Any], bytes]] = partial(pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)
+    loads: ClassVar[Callable[[bytes], Any]] = pickle.loads
+
+
+PickleSerializer = DefaultSerializer
+
+
+class JSONSerializer:
+    @staticmethod
+    def dumps(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+        return json.dumps(obj, *args, **kwargs).encode('utf-8')
+
+    @staticmethod
+    def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        return json.loads(data.decode('utf-8'), *args, **kwargs)
+
+
+SERIALIZER_ALIASES: dict[str, Any] = {'json': JSONSerializer, 'pickle': PickleSerializer}
+
+
+def resolve_serializer(serializer: Any = None) -> Serializer:
+    """A serializer object from None (pickle), an alias, a dotted path or the object itself."""
+    if not serializer:
+        return cast(Serializer, PickleSerializer)
+    if isinstance(serializer, str):
+        serializer = SERIALIZER_ALIASES.get(serializer) or import_attribute(serializer)
+    if not isinstance(serializer, Serializer):
+        raise NotImplementedError('Serializer should have (dumps, loads) methods.')
+    return serializer

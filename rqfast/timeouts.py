@@ -1,0 +1,90 @@
+"""Job timeouts: RQ's formats ('2m', '1h', -1) and the in-process SIGALRM death penalty."""
+
+from __future__ import annotations
+
+import numbers
+import signal
+from types import FrameType, TracebackType
+from typing import Any
+
+from .exceptions import TimeoutFormatError
+
+
+class BaseTimeoutException(Exception):
+    pass
+
+
+class JobTimeoutException(BaseTimeoutException):
+    """Raised inside a job that ran past its timeout."""
+
+
+class HorseMonitorTimeoutException(BaseTimeoutException):
+    pass
+
+
+_UNITS = {'d': 86400, 'h': 3600, 'm': 60, 's': 1}
+
+
+def parse_timeout(timeout: Any) -> int | None:
+    """Seconds from an int, a numeric string or digits plus a unit ('90s', '2m', '1h', '1d')."""
+    if timeout is None or isinstance(timeout, numbers.Integral):
+        return None if timeout is None else int(timeout)
+    try:
+        return int(timeout)
+    except (TypeError, ValueError):
+        pass
+    text = str(timeout)
+    try:
+        return int(text[:-1]) * _UNITS[text[-1:].lower()]
+    except (ValueError, KeyError):
+        raise TimeoutFormatError(
+            'Timeout must be an integer or a string representing an integer, or '
+            'a string with format: digits + unit, unit can be "d", "h", "m", "s", '
+            'such as "1h", "23m".'
+        ) from None
+
+
+class BaseDeathPenalty:
+    def __init__(self, timeout: float | None, exception: type[BaseException] = JobTimeoutException, **kwargs: Any):
+        self._timeout = timeout
+        self._exception = exception
+
+    def __enter__(self) -> BaseDeathPenalty:
+        self.setup_death_penalty()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: TracebackType | None) -> bool:
+        try:
+            self.cancel_death_penalty()
+        except BaseTimeoutException:
+            pass
+        return False
+
+    def setup_death_penalty(self) -> None:
+        raise NotImplementedError
+
+    def cancel_death_penalty(self) -> None:
+        raise NotImplementedError
+
+
+class UnixSignalDeathPenalty(BaseDeathPenalty):
+    """SIGALRM after `timeout` seconds raises the exception inside the running job (main thread only)."""
+
+    def handle_death_penalty(self, signum: int, frame: FrameType | None) -> None:
+        raise self._exception(f'Task exceeded maximum timeout value ({self._timeout} seconds)')
+
+    def setup_death_penalty(self) -> None:
+        if self._timeout is None or self._timeout <= 0:
+            return
+        signal.signal(signal.SIGALRM, self.handle_death_penalty)
+        signal.setitimer(signal.ITIMER_REAL, self._timeout)
+
+    def cancel_death_penalty(self) -> None:
+        if self._timeout is None or self._timeout <= 0:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+class TimerDeathPenalty(UnixSignalDeathPenalty):
+    """RQ's name for the thread-based penalty; here the same SIGALRM mechanism."""

@@ -1,0 +1,89 @@
+"""Test fixtures: a private redis-server per test session, and fakeredis for the core tests.
+
+The real server is started from PATH on a free loopback port with persistence off, and it is the
+only server these tests ever flush. RQFAST_TEST_REDIS_URL points the tests at another server
+instead (which they will flush: give them one of their own).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+import fakeredis
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope='session')
+def redis_url() -> Iterator[str]:
+    """URL of a Redis server that belongs to this test session."""
+    url = os.environ.get('RQFAST_TEST_REDIS_URL')
+    if url:
+        yield url
+        return
+    binary = shutil.which('redis-server')
+    if binary is None:
+        pytest.exit('redis-server is not on PATH (apt-get install -y redis-server)', returncode=3)
+    port = _free_port()
+    workdir = tempfile.mkdtemp(prefix='rqfast-redis-')
+    proc = subprocess.Popen(
+        [binary, '--port', str(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+         '--dir', workdir, '--logfile', os.path.join(workdir, 'redis.log')],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f'redis://127.0.0.1:{port}/0'
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError('redis-server did not start')
+            time.sleep(0.02)
+    client.close()
+    yield url
+    proc.terminate()
+    proc.wait(10)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
+    """A connection to the session's real server, flushed before each test."""
+    conn = redis.Redis.from_url(redis_url)
+    conn.flushdb()
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def fake_conn() -> Iterator[redis.Redis]:
+    """A fakeredis connection (with Lua), as RQ users test their apps."""
+    server = fakeredis.FakeServer()
+    conn = fakeredis.FakeStrictRedis(server=server)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(params=['redis', 'fakeredis'])
+def connection(request: pytest.FixtureRequest) -> redis.Redis:
+    """Core tests run on both backends: the real server and fakeredis."""
+    name = 'redis_conn' if request.param == 'redis' else 'fake_conn'
+    return request.getfixturevalue(name)
