@@ -35,19 +35,28 @@ def implementation(name: str) -> SimpleNamespace:
     """RQ's public names, taken from `rq` or `rqfast`."""
     top = importlib.import_module(name)
     job = importlib.import_module(f'{name}.job')
+    queue = importlib.import_module(f'{name}.queue')
     registry = importlib.import_module(f'{name}.registry')
+
+    def exported(attr: str, *modules: Any) -> Any:
+        """The top-level name; the submodule's while the package's __init__ is unfinished."""
+        for module in (top, *modules):
+            if hasattr(module, attr):
+                return getattr(module, attr)
+        raise AttributeError(f'{name} has no {attr}')
+
     return SimpleNamespace(
         name=name,
-        Queue=top.Queue,
+        Queue=exported('Queue', queue),
         Job=job.Job,
         JobStatus=job.JobStatus,
-        Retry=top.Retry,
-        Callback=top.Callback,
-        Repeat=top.Repeat,
+        Retry=exported('Retry', job),
+        Callback=exported('Callback', job),
+        Repeat=exported('Repeat', importlib.import_module(f'{name}.repeat')),
         Dependency=job.Dependency,
-        get_current_job=top.get_current_job,
-        cancel_job=top.cancel_job,
-        requeue_job=top.requeue_job,
+        get_current_job=exported('get_current_job', job),
+        cancel_job=exported('cancel_job', job),
+        requeue_job=exported('requeue_job', job),
         registry=registry,
         StartedJobRegistry=registry.StartedJobRegistry,
         FinishedJobRegistry=registry.FinishedJobRegistry,
@@ -211,16 +220,21 @@ class _Normalizer:
         return value
 
     def serialized(self, raw: bytes) -> Blob:
-        digest = hashlib.sha1(raw).hexdigest()
         if raw[:1] == b'\x80':
             try:
-                return Blob(self.deep(pickle.loads(raw)), digest, 'pickle')
+                return self.blob(pickle.loads(raw), raw, 'pickle')
             except Exception as exc:  # noqa: BLE001 - report it as a value
-                return Blob(f'<unpicklable: {exc!r}>', digest, 'pickle')
+                return Blob(f'<unpicklable: {exc!r}>', hashlib.sha1(raw).hexdigest(), 'pickle')
         try:
-            return Blob(self.deep(json.loads(raw)), digest, 'json')
+            return self.blob(json.loads(raw), raw, 'json')
         except ValueError:
-            return Blob(self.text(raw), digest, 'raw')
+            return Blob(self.text(raw), hashlib.sha1(raw).hexdigest(), 'raw')
+
+    def blob(self, decoded: Any, raw: bytes, encoding: str) -> Blob:
+        """The raw digest is compared too, unless the value holds run-specific ids (then it must differ)."""
+        normalised = self.deep(decoded)
+        digest = hashlib.sha1(raw).hexdigest() if normalised == decoded else '<holds run-specific values>'
+        return Blob(normalised, digest, encoding)
 
     def data(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -233,7 +247,7 @@ class _Normalizer:
         return {
             'call': blob.decoded,
             'encoding': blob.encoding,
-            'raw_sha1': hashlib.sha1(raw).hexdigest(),
+            'raw_sha1': hashlib.sha1(raw).hexdigest() if blob.raw_sha1.isalnum() else blob.raw_sha1,
             **compressed,
         }
 

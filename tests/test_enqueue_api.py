@@ -6,6 +6,7 @@ was (DBSIZE, or the keys concerned).
 
 from __future__ import annotations
 
+import importlib
 import pickle
 import re
 from datetime import datetime, timedelta, timezone
@@ -39,6 +40,52 @@ def queue(impl: Any, connection: redis.Redis) -> Any:
 @pytest.fixture
 def sync_queue(impl: Any, connection: redis.Redis) -> Any:
     return impl.Queue('q', connection=connection, is_async=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public names: `from rq import X` -> `from rqfast import X`
+
+PUBLIC_NAMES = {
+    '': ['Queue', 'Retry', 'Callback', 'Repeat', 'get_current_job', 'cancel_job', 'requeue_job'],
+    '.job': ['Job', 'JobStatus', 'Retry', 'Callback', 'Dependency', 'get_current_job', 'cancel_job', 'requeue_job'],
+    '.queue': ['Queue'],
+    '.registry': [
+        'StartedJobRegistry',
+        'FinishedJobRegistry',
+        'FailedJobRegistry',
+        'DeferredJobRegistry',
+        'ScheduledJobRegistry',
+        'CanceledJobRegistry',
+    ],
+    '.results': ['Result'],
+    '.serializers': ['DefaultSerializer', 'JSONSerializer', 'resolve_serializer'],
+    '.exceptions': [
+        'NoSuchJobError',
+        'DuplicateJobError',
+        'InvalidJobOperation',
+        'TimeoutFormatError',
+        'DeserializationError',
+        'InvalidJobDependency',
+        'AbandonedJobError',
+    ],
+    '.decorators': ['job'],
+}
+
+
+@pytest.mark.parametrize('module', sorted(PUBLIC_NAMES))
+def test_public_names(module: str) -> None:
+    imported = importlib.import_module(f'{UNDER_TEST}{module}')
+    missing = [name for name in PUBLIC_NAMES[module] if not hasattr(imported, name)]
+    assert not missing, f'{UNDER_TEST}{module} lacks {missing}'
+
+
+def test_serializer_aliases(impl: Any) -> None:
+    resolve = impl.serializers.resolve_serializer
+    assert resolve('json').loads(resolve('json').dumps({'a': [1]})) == {'a': [1]}
+    assert resolve('json').dumps([1, 'a']) == b'[1, "a"]'
+    call = ('f', None, (1,), {})
+    assert resolve('pickle').dumps(call) == pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+    assert resolve(None).dumps(call) == pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -305,6 +352,30 @@ def test_sync_unpicklable_result(impl: Any, sync_queue: Any, connection: redis.R
     fetched = impl.Job.fetch(job.id, connection=connection)
     assert fetched.is_finished
     assert fetched.return_value() == 'Unserializable return value'
+
+
+def test_sync_callbacks_run(impl: Any, sync_queue: Any) -> None:
+    jobs.CALLBACK_CALLS.clear()
+    ok = sync_queue.enqueue(jobs.add, 1, 2, on_success=impl.Callback(jobs.success_callback))
+    bad = sync_queue.enqueue(jobs.div_by_zero, on_failure=impl.Callback(f'{jobs.__name__}.failure_callback'))
+    assert jobs.CALLBACK_CALLS == [('success', ok.id, 3), ('failure', bad.id, ZeroDivisionError)]
+
+
+def test_callbacks_are_stored(impl: Any, queue: Any, connection: redis.Redis) -> None:
+    job = queue.enqueue(
+        jobs.noop,
+        on_success=impl.Callback(jobs.success_callback, timeout='2m'),
+        on_stopped=impl.Callback(jobs.stopped_callback),
+    )
+    stored = connection.hgetall(job.key)
+    assert stored[b'success_callback_name'] == f'{jobs.__name__}.success_callback'.encode()
+    assert stored[b'success_callback_timeout'] == b'120'
+    assert stored[b'stopped_callback_timeout'] == b'60'
+    assert stored[b'failure_callback_name'] == b''
+    fetched = impl.Job.fetch(job.id, connection=connection)
+    assert fetched.success_callback is jobs.success_callback
+    assert fetched.stopped_callback is jobs.stopped_callback
+    assert fetched.failure_callback is None
 
 
 def test_no_result_before_running(queue: Any) -> None:
