@@ -6,6 +6,7 @@ from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
 from .repeat import Repeat
 from .version import VERSION
+from .worker import SimpleWorker
 
 __version__ = VERSION
 
@@ -16,6 +17,7 @@ __all__ = [
     'Queue',
     'Repeat',
     'Retry',
+    'SimpleWorker',
     'cancel_job',
     'get_current_job',
     'requeue_job',

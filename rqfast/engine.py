@@ -180,10 +180,10 @@ def plan_success(job: Job, return_value: Any, worker_name: str, execution_id: st
 
 
 def plan_failure(job: Job, exc_string: str, worker_name: str, execution_id: str, execution_started: datetime | None,
-                 stopped: bool = False) -> Plan:
+                 stopped: bool = False, retry: bool = True) -> Plan:
     """A job that raised (or was stopped): retried while it has retries left, else failed."""
     plan = Plan(counter='failed_job_count')
-    if job.should_retry and not stopped:
+    if retry and job.should_retry and not stopped:
         interval = job.get_retry_interval()
         job.retries_left = (job.retries_left or 1) - 1
         plan.fields = _ended_fields(job, None)

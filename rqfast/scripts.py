@@ -105,3 +105,31 @@ def finish_job(connection: Redis, worker_name: str, times: list[Any], job_id: st
         args.extend((name, value))
     args.extend((int(claim_next), monitoring_interval, idle_ttl, next_execution_id, len(queues), *queues))
     return script('finish_job')(connection, args)  # type: ignore[no-any-return]
+
+
+def register_worker(connection: Redis, name: str, what: str, ttl: int, now_text: str, queues: list[str],
+                    fields: dict[str, Any] | None = None) -> bool:
+    """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
+    args: list[Any] = [name, what, ttl, now_text, len(queues), *queues]
+    if fields is not None:
+        args.append(len(fields))
+        for key, value in fields.items():
+            args.extend((key, value))
+    return bool(script('register_worker')(connection, args))
+
+
+def heartbeat(connection: Redis, name: str, worker_ttl: int, times: list[Any], job_ttl: int, working_time: str,
+              jobs: list[tuple[str, str, str]]) -> bool:
+    """Heartbeat the worker and its jobs in flight (id, queue, execution id); True if suspended."""
+    args: list[Any] = [name, worker_ttl, *times, job_ttl, working_time, len(jobs)]
+    for job in jobs:
+        args.extend(job)
+    return bool(script('heartbeat')(connection, args))
+
+
+def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
+    """Put (queue, id) pairs moved into intermediate lists back at the head of their queues."""
+    args: list[Any] = []
+    for queue, job_id in moved:
+        args.extend((queue, job_id))
+    return int(script('return_jobs')(connection, args))

@@ -34,8 +34,9 @@ def run_sync(queue: Queue, job: Job) -> Job:
     elif outcome.kind == 'retry':
         plan = engine.plan_retry_result(job, outcome.value, '', '', None)
     else:
-        plan = engine.plan_failure(job, outcome.exc_string, '', '', None)
-        plan.release_as = ''  # RQ's sync run enqueues no dependents
+        job.ended_at = None  # RQ's sync run sets ended_at only on success, and never retries
+        plan = engine.plan_failure(job, outcome.exc_string, '', '', None, retry=False)
+        plan.release_as = ''  # nor does it enqueue dependents
         job._status = JobStatus.FAILED
     if outcome.kind == 'success':
         plan.release_as = ''

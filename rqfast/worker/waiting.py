@@ -1,0 +1,97 @@
+"""Waiting for a job when every queue is empty: a blocking move, so a popped id is never lost.
+
+One queue: BLMOVE from the queue into its intermediate list (RQ's own list), and the claim script
+takes it from there. Several queues: one BLMOVE per queue, each on its own connection, sent at
+once; the first to answer wins, the others are unblocked (CLIENT UNBLOCK) and any id they moved
+in the meantime is put back at the head of its queue. An id is always in a queue, an
+intermediate list or the started registry.
+"""
+
+from __future__ import annotations
+
+import select
+from typing import Any
+
+from redis import Redis
+
+from .. import keys, scripts
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Waiter:
+    """Blocks until a job id arrives on one of `queues`; owns its blocking connections."""
+
+    def __init__(self, connection: Redis, queues: list[str]):
+        self.connection = connection
+        self.queues = queues
+        kwargs = dict(connection.connection_pool.connection_kwargs)
+        kwargs.pop('socket_timeout', None)
+        self._pool_class = connection.connection_pool.__class__
+        self._kwargs = kwargs
+        self._connections: list[Any] = []
+        self._client_ids: list[int] = []
+
+    def _ensure_connections(self) -> None:
+        if self._connections:
+            return
+        connection_class = self.connection.connection_pool.connection_class
+        for _ in self.queues:
+            conn = connection_class(**self._kwargs)
+            conn.connect()
+            conn.send_command('CLIENT', 'ID')
+            self._client_ids.append(int(conn.read_response()))
+            self._connections.append(conn)
+
+    def close(self) -> None:
+        for conn in self._connections:
+            conn.disconnect()
+        self._connections, self._client_ids = [], []
+
+    def wait(self, timeout: int) -> tuple[str, str] | None:
+        """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
+        if type(self.connection).__module__.startswith('fakeredis'):
+            return self._wait_fake(timeout)
+        try:
+            self._ensure_connections()
+            return self._wait_many(timeout)
+        except BaseException:
+            self.close()  # a connection with a reply pending is of no further use
+            raise
+
+    def _wait_fake(self, timeout: int) -> tuple[str, str] | None:
+        """fakeredis has no sockets to wait on: a short blocking move per queue in turn."""
+        for queue in self.queues:
+            job_id = self.connection.blmove(keys.queue_key(queue), keys.intermediate_queue_key(queue),
+                                            max(timeout / len(self.queues), 0.1), 'LEFT', 'RIGHT')
+            if job_id is not None:
+                return queue, _text(job_id)
+        return None
+
+    def _wait_many(self, timeout: int) -> tuple[str, str] | None:
+        for queue, conn in zip(self.queues, self._connections):
+            conn.send_command('BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT',
+                              timeout)
+        pending = dict(enumerate(self._connections))
+        ready, _, _ = select.select([conn._sock for conn in self._connections], [], [], timeout + 1)
+        moved: list[tuple[str, str]] = []
+        ready_socks = set(ready)
+        for index, conn in list(pending.items()):
+            if conn._sock in ready_socks:
+                reply = conn.read_response()
+                del pending[index]
+                if reply is not None:
+                    moved.append((self.queues[index], _text(reply)))
+        for index, conn in pending.items():
+            self.connection.execute_command('CLIENT', 'UNBLOCK', self._client_ids[index])
+            reply = conn.read_response()
+            if reply is not None:
+                moved.append((self.queues[index], _text(reply)))
+        if not moved:
+            return None
+        moved.sort(key=lambda pair: self.queues.index(pair[0]))
+        if len(moved) > 1:
+            scripts.return_jobs(self.connection, moved[1:])
+        return moved[0]
