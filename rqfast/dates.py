@@ -19,13 +19,12 @@ def utcformat(dt: datetime) -> str:
 
 
 def utcparse(text: str | bytes) -> datetime:
+    """Parse RQ's UTC text (with or without the fraction); ValueError for anything else."""
     if isinstance(text, bytes):
         text = text.decode()
-    try:
-        parsed = datetime.strptime(text, _FORMAT)
-    except ValueError:
-        parsed = datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ')
-    return parsed.replace(tzinfo=timezone.utc)
+    if not text.endswith('Z') or len(text) not in (20, 27):
+        raise ValueError(f'not an RQ UTC timestamp: {text!r}')
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
 
 
 def epoch_seconds(dt: datetime) -> int:

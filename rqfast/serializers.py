@@ -41,8 +41,10 @@ SERIALIZER_ALIASES: dict[str, Any] = {'json': JSONSerializer, 'pickle': PickleSe
 
 def resolve_serializer(serializer: Any = None) -> Serializer:
     """A serializer object from None (pickle), an alias, a dotted path or the object itself."""
-    if not serializer:
+    if not serializer or serializer is PickleSerializer:
         return cast(Serializer, PickleSerializer)
+    if serializer is JSONSerializer:
+        return cast(Serializer, JSONSerializer)
     if isinstance(serializer, str):
         serializer = SERIALIZER_ALIASES.get(serializer) or import_attribute(serializer)
     if not isinstance(serializer, Serializer):

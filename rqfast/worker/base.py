@@ -241,30 +241,35 @@ class BaseWorker:
         self.subscribe()
 
     def subscribe(self) -> None:
-        try:
-            self._pubsub = self.connection.pubsub(ignore_subscribe_messages=True)
-            self._pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
-            self._pubsub_thread = self._pubsub.run_in_thread(sleep_time=0.2, daemon=True,
-                                                             exception_handler=self._pubsub_error)
-        except Exception as exc:  # fakeredis and some proxies have no pub/sub thread support
-            self.log.debug('Worker %s: no pub/sub commands: %s', self.name, exc)
-            self._pubsub = None
+        """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""
+        pool = self.connection.connection_pool
+        if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
+            return  # fakeredis: no sockets to listen on
+        client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class,
+                                                      **pool.connection_kwargs))
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub.subscribe(self.pubsub_channel_name)
+        self._pubsub_thread = threading.Thread(target=self._listen, args=(self._pubsub,), name='rqfast-commands',
+                                               daemon=True)
+        self._pubsub_thread.start()
 
-    def _pubsub_error(self, exc: Exception, pubsub: Any, thread: Any) -> None:
-        self.log.warning('Worker %s: pub/sub error: %s', self.name, exc)
-        time.sleep(1)
+    def _listen(self, pubsub: Any) -> None:
+        try:
+            for message in pubsub.listen():
+                if message.get('type') == 'message':
+                    self.handle_payload(message)
+        except Exception as exc:  # closed at teardown, or the connection was lost
+            if self._pubsub is not None:
+                self.log.warning('Worker %s: stopped listening for commands: %s', self.name, exc)
 
     def unsubscribe(self) -> None:
-        if self._pubsub_thread is not None:
-            self._pubsub_thread.stop()
-            self._pubsub_thread.join(2)
-            self._pubsub_thread = None
-        if self._pubsub is not None:
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
             try:
-                self._pubsub.close()
+                pubsub.close()
             except Exception:
                 pass
-            self._pubsub = None
+        self._pubsub_thread = None
 
     def handle_payload(self, message: dict[str, Any]) -> None:
         """RQ's pub/sub commands: shutdown, kill-horse, stop-job."""
