@@ -1,0 +1,55 @@
+"""rqfast/keys.py and lua/_common.lua build RQ's key names twice (Python, Lua): they must agree."""
+
+from __future__ import annotations
+
+import redis
+
+from rqfast import keys
+from rqfast.scripts import _lua_dir
+
+CASES = {
+    "K.queues": keys.QUEUES,
+    "K.workers": keys.WORKERS,
+    "K.queue('q1')": keys.queue_key('q1'),
+    "K.intermediate('q1')": keys.intermediate_queue_key('q1'),
+    "K.job('j1')": keys.job_key('j1'),
+    "K.dependents('j1')": keys.dependents_key('j1'),
+    "K.dependencies('j1')": keys.dependencies_key('j1'),
+    "K.results('j1')": keys.results_key('j1'),
+    "K.execution('j1', 'x1')": keys.execution_key('j1', 'x1'),
+    "K.executions('j1')": keys.executions_key('j1'),
+    "K.started('q1')": keys.started_registry_key('q1'),
+    "K.finished('q1')": keys.finished_registry_key('q1'),
+    "K.failed('q1')": keys.failed_registry_key('q1'),
+    "K.deferred('q1')": keys.deferred_registry_key('q1'),
+    "K.scheduled('q1')": keys.scheduled_registry_key('q1'),
+    "K.canceled('q1')": keys.canceled_registry_key('q1'),
+    "K.worker('w1')": keys.worker_key('w1'),
+    "K.workers_by_queue('q1')": keys.workers_by_queue_key('q1'),
+    "K.group('g1')": keys.group_key('g1'),
+}
+
+
+def test_lua_key_table_matches_keys_module(connection: redis.Redis) -> None:
+    prelude = (_lua_dir() / '_common.lua').read_text()
+    expressions = list(CASES)
+    script = prelude + '\nreturn {' + ', '.join(expressions) + '}'
+    names = [name.decode() for name in connection.eval(script, 0, keys.PREFIX)]
+    assert dict(zip(expressions, names)) == CASES
+
+
+def test_layout_matches_rq() -> None:
+    """The few names RQ spells unusually: the double colon, the composite started registry key."""
+    from rq.job import Job as RQJob
+    from rq.queue import Queue as RQQueue
+    from rq.registry import FailedJobRegistry, StartedJobRegistry
+
+    conn = redis.Redis()  # never used to talk to a server
+    job = RQJob('j1', connection=conn)
+    assert keys.dependencies_key('j1') == job.dependencies_key
+    assert keys.dependents_key('j1') == job.dependents_key
+    queue = RQQueue('q1', connection=conn)
+    assert keys.queue_key('q1') == queue.key
+    assert keys.intermediate_queue_key('q1') == queue.intermediate_queue_key
+    assert keys.started_registry_key('q1') == StartedJobRegistry('q1', connection=conn).key
+    assert keys.failed_registry_key('q1') == FailedJobRegistry('q1', connection=conn).key
