@@ -225,8 +225,8 @@ class Job:
         for kind, callback in (('success', on_success), ('failure', on_failure), ('stopped', on_stopped)):
             if callback:
                 if not isinstance(callback, Callback):
-                    warnings.warn(f'Passing a string or function for `on_{kind}` is deprecated, pass `Callback` instead',
-                                  DeprecationWarning, stacklevel=2)
+                    warnings.warn(f'Passing a string or function for `on_{kind}` is deprecated, '
+                                  'pass `Callback` instead', DeprecationWarning, stacklevel=2)
                     callback = Callback(callback)
                 setattr(job, f'_{kind}_callback_name', callback.name)
                 setattr(job, f'_{kind}_callback_timeout', callback.timeout)
@@ -487,7 +487,7 @@ class Job:
                 pipe.hgetall(keys.job_key(job_id))
             hashes = pipe.execute()
         jobs: list[Job | None] = []
-        for job_id, raw in zip(ids, hashes):
+        for job_id, raw in zip(ids, hashes, strict=True):
             job = None
             if raw:
                 job = cls(job_id, connection=connection, serializer=serializer)
@@ -520,7 +520,8 @@ class Job:
         self.last_heartbeat = timestamp
         (pipeline if pipeline is not None else self.connection).hset(self.key, 'last_heartbeat', utcformat(timestamp))
 
-    def cancel(self, pipeline: Any = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False) -> None:
+    def cancel(self, pipeline: Any = None, enqueue_dependents: bool = False,
+               remove_from_dependencies: bool = False) -> None:
         """Cancel: out of its queue and registry, into the canceled registry (one script call)."""
         from .dates import epoch_seconds, now, utcformat
 

@@ -94,8 +94,6 @@ def _date(obj: dict[str, bytes], name: str) -> Any:
 
 def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     """Load a job from its hash; raises NoSuchJobError without `data`, ValueError on a bad field."""
-    from .job import JobStatus
-
     obj: dict[str, bytes] = {_text(k): v for k, v in raw.items()}
     if 'data' not in obj:
         raise NoSuchJobError(f'Unexpected job format: {obj}')
@@ -103,6 +101,13 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
         job.data = zlib.decompress(obj['data'])
     except zlib.error:
         job.data = obj['data']
+    _restore_texts_and_dates(job, obj)
+    _restore_numbers_and_status(job, obj)
+    _restore_callbacks(job, obj)
+    _restore_dependencies_and_retries(job, obj)
+
+
+def _restore_texts_and_dates(job: Job, obj: dict[str, bytes]) -> None:
     job.created_at = _date(obj, 'created_at') or now()
     job.origin = _text(obj['origin']) if obj.get('origin') else ''
     job.worker_name = _text(obj['worker_name']) if obj.get('worker_name') else None
@@ -112,6 +117,20 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     job.ended_at = _date(obj, 'ended_at')
     job.last_heartbeat = _date(obj, 'last_heartbeat')
     job.group_id = _text(obj['group_id']) if obj.get('group_id') else None
+    try:
+        job.meta = job.serializer.loads(obj['meta']) if obj.get('meta') else {}
+    except Exception:
+        job.meta = {'unserialized': obj.get('meta', {})}
+    if obj.get('exc_info'):
+        try:
+            job._exc_info = zlib.decompress(obj['exc_info']).decode()
+        except zlib.error:
+            job._exc_info = _text(obj['exc_info'])
+
+
+def _restore_numbers_and_status(job: Job, obj: dict[str, bytes]) -> None:
+    from .job import JobStatus
+
     if obj.get('result'):
         try:
             job._result = job.serializer.loads(obj['result'])
@@ -120,7 +139,11 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     job.timeout = parse_timeout(_text(obj['timeout'])) if obj.get('timeout') else None
     job.result_ttl = _int(obj, 'result_ttl')
     job.failure_ttl = _int(obj, 'failure_ttl')
+    job.ttl = _int(obj, 'ttl')
     job._status = JobStatus(_text(obj['status'])) if obj.get('status') else JobStatus.CREATED
+
+
+def _restore_callbacks(job: Job, obj: dict[str, bytes]) -> None:
     for kind in ('success', 'failure', 'stopped'):
         if obj.get(f'{kind}_callback_name'):
             setattr(job, f'_{kind}_callback_name', _text(obj[f'{kind}_callback_name']))
@@ -128,16 +151,14 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
             setattr(job, f'_{kind}_callback_timeout', int(obj[f'{kind}_callback_timeout']))
     if obj.get('webhooks'):
         job.webhooks = json.loads(_text(obj['webhooks']))
+
+
+def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
     dep_ids, dep_id = obj.get('dependency_ids'), obj.get('dependency_id')
     job._dependency_ids = json.loads(_text(dep_ids)) if dep_ids else [_text(dep_id)] if dep_id else []
     allow = obj.get('allow_dependency_failures')
     job.allow_dependency_failures = bool(int(allow)) if allow else None
     job.enqueue_at_front = bool(int(obj['enqueue_at_front'])) if 'enqueue_at_front' in obj else None
-    job.ttl = _int(obj, 'ttl')
-    try:
-        job.meta = job.serializer.loads(obj['meta']) if obj.get('meta') else {}
-    except Exception:
-        job.meta = {'unserialized': obj.get('meta', {})}
     job.number_of_retries = _int(obj, 'number_of_retries')
     job.retries_left = _int(obj, 'retries_left')
     job.retry_intervals = json.loads(_text(obj['retry_intervals'])) if obj.get('retry_intervals') else None
@@ -145,8 +166,3 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     job.enqueue_at_front_on_retry = bool(int(front)) if front else False
     job.repeats_left = _int(obj, 'repeats_left')
     job.repeat_intervals = json.loads(_text(obj['repeat_intervals'])) if obj.get('repeat_intervals') else None
-    if obj.get('exc_info'):
-        try:
-            job._exc_info = zlib.decompress(obj['exc_info']).decode()
-        except zlib.error:
-            job._exc_info = _text(obj['exc_info'])

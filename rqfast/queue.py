@@ -372,7 +372,7 @@ class Queue:
     def _store(self, jobs: Sequence[Job], records: list[list[Any]]) -> None:
         moment = now()
         statuses = scripts.enqueue_jobs(self.connection, self.name, utcformat(moment), epoch_seconds(moment), records)
-        for job, status in zip(jobs, statuses):
+        for job, status in zip(jobs, statuses, strict=True):
             if status == 'duplicate':
                 raise DuplicateJobError(f'Job with ID {job.id} already exists')
             if status == 'not_failed':
@@ -412,7 +412,7 @@ class Queue:
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in datas if not d.depends_on]
         dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in datas if d.depends_on]
         records = [_record(job, 'queue', at_front=d.at_front)
-                   for job, d in zip(plain, [d for d in datas if not d.depends_on])]
+                   for job, d in zip(plain, [d for d in datas if not d.depends_on], strict=True)]
         records += [_record(job, 'batch', at_front=bool(job.enqueue_at_front),
                             allow_failure=bool(job.allow_dependency_failures)) for job in dependent]
         everything = plain + dependent

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from redis import Redis
 
-from . import keys
 from .dates import epoch_seconds, from_epoch, now
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
