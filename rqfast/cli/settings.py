@@ -1,0 +1,153 @@
+"""Where the CLI finds Redis and its settings, read as `rq` reads them.
+
+The order is RQ's: --url (or RQ_REDIS_URL), else the --config settings module, else the
+environment. Both the module and the environment are read by RQ's names: REDIS_URL, then
+SENTINEL (a dict), then REDIS_HOST, REDIS_PORT, REDIS_DB, REDIS_PASSWORD and REDIS_SSL*.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import click
+import redis
+from redis.sentinel import Sentinel
+
+from .errors import CliError
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+_TRUE = {'y', 'yes', 't', 'true', '1'}
+_FALSE = {'n', 'no', 'f', 'false', '0', ''}
+
+
+def redis_options(func: F) -> F:
+    """The options every command shares with `rq`: where Redis is and where the code is."""
+    options = [
+        click.option(
+            '--url',
+            '-u',
+            envvar=['RQFAST_REDIS_URL', 'RQ_REDIS_URL'],
+            help='Redis URL (default: REDIS_URL, or REDIS_HOST/PORT/DB, from --config or the environment).',
+        ),
+        click.option(
+            '--config',
+            '-c',
+            envvar=['RQFAST_CONFIG', 'RQ_CONFIG'],
+            help='Settings module (REDIS_URL, QUEUES, NAME, ...), as for rq.',
+        ),
+        click.option(
+            '--path',
+            '-P',
+            default=['.'],
+            multiple=True,
+            show_default=True,
+            help='Put this directory first on the import path (repeatable).',
+        ),
+        click.option(
+            '--connection-class',
+            envvar=['RQFAST_CONNECTION_CLASS', 'RQ_CONNECTION_CLASS'],
+            default='redis.Redis',
+            show_default=True,
+            help='Redis client class.',
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def prepend_paths(paths: Sequence[str]) -> None:
+    """Put the --path directories first on sys.path, in the order given."""
+    for path in reversed(paths):
+        sys.path.insert(0, path)
+
+
+def read_settings(module: str | None) -> dict[str, Any]:
+    """The UPPERCASE names of the --config module; {} without one."""
+    if not module:
+        return {}
+    try:
+        settings = importlib.import_module(module)
+    except Exception as exc:  # the settings module is user code: any error in it is a configuration error
+        raise CliError(f'--config: could not import settings module {module!r}: {type(exc).__name__}: {exc}') from exc
+    return {name: value for name, value in vars(settings).items() if name.isupper() and not name.startswith('_')}
+
+
+def connect(
+    url: str | None, config: str | None, settings: Mapping[str, Any], connection_class: type[redis.Redis]
+) -> redis.Redis:
+    """A client for --url, else the settings module, else the environment; pinged, so a bad one fails now."""
+    try:
+        if url:
+            connection = connection_class.from_url(url)
+        else:
+            connection = redis_from_settings(settings if config else os.environ, connection_class)
+    except (ValueError, TypeError) as exc:
+        raise CliError(f'invalid Redis connection settings: {exc}') from exc
+    try:
+        connection.ping()
+    except redis.RedisError as exc:
+        raise CliError(f'cannot connect to Redis at {describe(connection)}: {exc}') from exc
+    return connection
+
+
+def redis_from_settings(settings: Mapping[str, Any], connection_class: type[redis.Redis]) -> redis.Redis:
+    """RQ's get_redis_from_config: REDIS_URL, else SENTINEL, else REDIS_HOST and friends."""
+    if settings.get('REDIS_URL'):
+        return connection_class.from_url(settings['REDIS_URL'])
+    sentinel = settings.get('SENTINEL')
+    if isinstance(sentinel, Mapping):
+        return _sentinel_master(sentinel, connection_class)
+    return connection_class(
+        host=settings.get('REDIS_HOST', 'localhost'),
+        port=int(settings.get('REDIS_PORT', 6379)),
+        db=int(settings.get('REDIS_DB', 0)),
+        password=settings.get('REDIS_PASSWORD'),
+        ssl=_flag(settings.get('REDIS_SSL', False), 'REDIS_SSL'),
+        ssl_ca_certs=settings.get('REDIS_SSL_CA_CERTS'),
+        ssl_cert_reqs=settings.get('REDIS_SSL_CERT_REQS', 'required'),
+        ssl_ca_data=settings.get('REDIS_SSL_CA_DATA'),
+        ssl_keyfile=settings.get('REDIS_SSL_KEYFILE'),
+        ssl_certfile=settings.get('REDIS_SSL_CERTFILE'),
+    )
+
+
+def _sentinel_master(sentinel: Mapping[str, Any], connection_class: type[redis.Redis]) -> redis.Redis:
+    kwargs = {
+        'db': sentinel.get('DB', 0),
+        'username': sentinel.get('USERNAME'),
+        'password': sentinel.get('PASSWORD'),
+        'socket_timeout': sentinel.get('SOCKET_TIMEOUT'),
+        'ssl': sentinel.get('SSL', False),
+        **sentinel.get('CONNECTION_KWARGS', {}),
+    }
+    instances = sentinel.get('INSTANCES', [('localhost', 26379)])
+    # redis-py's Sentinel is untyped.
+    manager = Sentinel(instances, sentinel_kwargs=sentinel.get('SENTINEL_KWARGS', {}), **kwargs)  # type: ignore[no-untyped-call]
+    master: redis.Redis = manager.master_for(  # type: ignore[no-untyped-call]
+        sentinel.get('MASTER_NAME', 'mymaster'), redis_class=connection_class
+    )
+    return master
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, str):
+        return bool(value)
+    if value.lower() in _TRUE | _FALSE:
+        return value.lower() in _TRUE
+    raise ValueError(f'{name} is a boolean and must be "True" or "False", not {value!r}')
+
+
+def describe(connection: redis.Redis) -> str:
+    """host:port/db (or the socket path) of a client, for error messages."""
+    kwargs = connection.connection_pool.connection_kwargs
+    if kwargs.get('path'):
+        return f'unix://{kwargs["path"]}'
+    if 'host' not in kwargs:
+        return 'the configured server'
+    return f'{kwargs["host"]}:{kwargs.get("port", 6379)}/{kwargs.get("db", 0)}'

@@ -1,0 +1,208 @@
+"""`rqfast worker`: `rq worker`'s options and defaults, running an rqfast worker."""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import redis
+
+from .. import keys
+from ..worker import BaseWorker
+from ..worker.base import (
+    DEFAULT_JOB_MONITORING_INTERVAL,
+    DEFAULT_MAINTENANCE_TASK_INTERVAL,
+    DEFAULT_RESULT_TTL,
+    DEFAULT_WORKER_TTL,
+    DequeueStrategy,
+)
+from . import classes
+from .errors import CliError
+from .settings import connect, prepend_paths, read_settings, redis_options
+
+DEFAULT_LOG_FORMAT = '%(asctime)s %(message)s'
+DEFAULT_DATE_FORMAT = '%H:%M:%S'
+STRATEGIES = [strategy.value for strategy in DequeueStrategy]
+
+
+@dataclass
+class WorkerOptions:
+    """The command line, by the names click gives the options."""
+
+    queues: tuple[str, ...]
+    url: str | None
+    config: str | None
+    path: tuple[str, ...]
+    connection_class: str
+    worker_class: str | None
+    job_class: str | None
+    queue_class: str | None
+    serializer: str | None
+    burst: bool
+    name: str | None
+    results_ttl: int
+    worker_ttl: int
+    job_monitoring_interval: int
+    maintenance_interval: int
+    max_jobs: int | None
+    max_idle_time: int | None
+    with_scheduler: bool
+    dequeue_strategy: str
+    logging_level: str | None
+    log_format: str
+    date_format: str
+    verbose: bool
+    quiet: bool
+    pid: str | None
+    exception_handler: tuple[str, ...]
+    disable_default_exception_handler: bool
+    disable_job_desc_logging: bool
+
+
+@click.command()
+@click.argument('queues', nargs=-1)
+@redis_options
+@click.option(
+    '--worker-class',
+    '-w',
+    envvar=['RQFAST_WORKER_CLASS', 'RQ_WORKER_CLASS'],
+    help='Worker class (default rqfast.Worker; rq.Worker, rq.SimpleWorker... map to rqfast).',
+)
+@click.option('--job-class', '-j', envvar=['RQFAST_JOB_CLASS', 'RQ_JOB_CLASS'], help='Job class (rqfast.job.Job).')
+@click.option('--queue-class', envvar=['RQFAST_QUEUE_CLASS', 'RQ_QUEUE_CLASS'], help='Queue class (rqfast.Queue).')
+@click.option('--serializer', '-S', help='json, pickle (the default), or a dotted path.')
+@click.option('--burst', '-b', is_flag=True, help='Quit when the queues are empty.')
+@click.option('--name', '-n', help='Worker name (default: settings NAME, else a random one).')
+@click.option('--results-ttl', type=int, default=DEFAULT_RESULT_TTL, show_default=True, help='Seconds to keep results.')
+@click.option('--worker-ttl', type=int, default=DEFAULT_WORKER_TTL, show_default=True, help='Worker key TTL.')
+@click.option(
+    '--job-monitoring-interval',
+    type=int,
+    default=DEFAULT_JOB_MONITORING_INTERVAL,
+    show_default=True,
+    help='Seconds between heartbeats of a running job.',
+)
+@click.option(
+    '--maintenance-interval',
+    type=int,
+    default=DEFAULT_MAINTENANCE_TASK_INTERVAL,
+    show_default=True,
+    help='Seconds between registry cleanups.',
+)
+@click.option('--max-jobs', type=int, help='Quit after this many jobs.')
+@click.option('--max-idle-time', type=int, help='Quit after this many seconds without a job.')
+@click.option('--with-scheduler', '-s', is_flag=True, help='Also run the scheduler.')
+@click.option('--dequeue-strategy', '-ds', default='default', show_default=True, help=' | '.join(STRATEGIES))
+@click.option('--logging-level', '--logging_level', '-l', 'logging_level', help='Log level (default INFO).')
+@click.option('--log-format', default=DEFAULT_LOG_FORMAT, show_default=True, help='Log line format.')
+@click.option('--date-format', default=DEFAULT_DATE_FORMAT, show_default=True, help='Log date format.')
+@click.option('--verbose', '-v', is_flag=True, help='Log at DEBUG level.')
+@click.option('--quiet', '-q', is_flag=True, help='Log at WARNING level.')
+@click.option('--pid', help='Write the process id to this file.')
+@click.option('--exception-handler', multiple=True, help='Dotted path of an exception handler (repeatable).')
+@click.option(
+    '--disable-default-exception-handler',
+    '-d',
+    is_flag=True,
+    help='Do not move failed jobs to the failed job registry.',
+)
+@click.option('--disable-job-desc-logging', is_flag=True, help='Log job ids, not descriptions.')
+def worker(**options: Any) -> None:
+    """Start a worker on the given queues (default: settings QUEUES, else `default`)."""
+    opts = WorkerOptions(**options)
+    prepend_paths(opts.path)
+    settings = read_settings(opts.config)
+    instance, work_kwargs = build_worker(opts, settings)
+    if opts.pid:
+        write_pid(opts.pid)
+    run(instance, work_kwargs)
+
+
+def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWorker, dict[str, Any]]:
+    """Everything the command line names, checked before the worker starts: the worker and work()'s kwargs."""
+    worker_class = classes.worker_class(opts.worker_class)
+    job_class = classes.job_class(opts.job_class)
+    queue_class = classes.queue_class(opts.queue_class)
+    serializer = classes.serializer(opts.serializer)
+    handlers = classes.exception_handlers(opts.exception_handler)
+    work_kwargs = {
+        'burst': opts.burst,
+        'logging_level': logging_level(opts),
+        'date_format': opts.date_format,
+        'log_format': opts.log_format,
+        'max_jobs': opts.max_jobs,
+        'max_idle_time': opts.max_idle_time,
+        'with_scheduler': opts.with_scheduler,
+        'dequeue_strategy': dequeue_strategy(opts.dequeue_strategy),
+    }
+    connection = connect(opts.url, opts.config, settings, classes.connection_class(opts.connection_class))
+    if connection.exists(keys.SUSPENDED):
+        raise CliError('workers are suspended; run `rqfast resume` (or `rq resume`) to resume')
+    if settings.get('DICT_CONFIG'):
+        logging.config.dictConfig(settings['DICT_CONFIG'])
+    queue_names = opts.queues or settings.get('QUEUES') or ['default']
+    if isinstance(queue_names, str):  # QUEUES = 'default' in a settings module
+        queue_names = [queue_names]
+    queues = [
+        queue_class(name, connection=connection, job_class=job_class, serializer=serializer) for name in queue_names
+    ]
+    instance = worker_class(
+        queues,
+        name=opts.name or settings.get('NAME'),
+        connection=connection,
+        serializer=serializer,
+        job_class=job_class,
+        queue_class=queue_class,
+        exception_handlers=handlers or None,
+        default_result_ttl=opts.results_ttl,
+        worker_ttl=opts.worker_ttl,
+        job_monitoring_interval=opts.job_monitoring_interval,
+        maintenance_interval=opts.maintenance_interval,
+        disable_default_exception_handler=opts.disable_default_exception_handler,
+        log_job_description=not opts.disable_job_desc_logging,
+    )
+    return instance, work_kwargs
+
+
+def logging_level(opts: WorkerOptions) -> str:
+    """--verbose is DEBUG, --quiet WARNING, else --logging-level (INFO by default)."""
+    if opts.verbose and opts.quiet:
+        raise CliError('--verbose and --quiet are mutually exclusive')
+    if opts.verbose:
+        return 'DEBUG'
+    if opts.quiet:
+        return 'WARNING'
+    level = (opts.logging_level or 'INFO').upper()
+    if not isinstance(logging.getLevelName(level), int):
+        raise CliError(f'--logging-level: unknown level {opts.logging_level!r}')
+    return level
+
+
+def dequeue_strategy(value: str) -> DequeueStrategy:
+    if value not in STRATEGIES:
+        raise CliError(f'--dequeue-strategy must be one of {", ".join(STRATEGIES)}, not {value!r}')
+    return DequeueStrategy(value)
+
+
+def write_pid(path: str) -> None:
+    try:
+        with open(os.path.expanduser(path), 'w') as file:
+            file.write(str(os.getpid()))
+    except OSError as exc:
+        raise CliError(f'--pid: cannot write {path!r}: {exc}') from exc
+
+
+def run(instance: BaseWorker, work_kwargs: dict[str, Any]) -> None:
+    """Work until the worker stops; Redis going away, or a name already in use, is one line, not a traceback."""
+    try:
+        instance.work(**work_kwargs)
+    except redis.RedisError as exc:
+        raise CliError(f'Redis error: {exc}') from exc
+    except ValueError as exc:  # register_birth: another live worker has this name
+        raise CliError(str(exc)) from exc
+    except KeyboardInterrupt:  # interrupted before the worker installed its signal handlers
+        pass
