@@ -39,6 +39,12 @@ c.interval = interval
 
 local key = K.job(id)
 local exists = redis.call('EXISTS', key) == 1
+-- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
+-- parent's status before its own writes.
+local status_before = redis.call('HGET', key, 'status')
+if status_before == 'canceled' or status_before == 'stopped' then
+  if release_as ~= '' then release_as = status_before end
+end
 
 -- The execution ends: out of the started registry and the executions set.
 if x ~= '' then

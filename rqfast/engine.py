@@ -19,6 +19,7 @@ from redis import Redis
 from . import scripts
 from .dates import epoch_seconds, now, utcformat
 from .job import Job, JobStatus, Retry
+from .jobhash import job_fields
 from .results import Result, encode_exc_string, encode_return_value
 
 DEFAULT_RESULT_TTL = 500
@@ -126,6 +127,12 @@ def _ended_fields(job: Job, status: JobStatus | None) -> dict[str, Any]:
     return fields
 
 
+def _saved_in_memory(job: Job) -> dict[str, Any]:
+    """`result` and `meta` as RQ's full job.save() writes them on the requeue paths (retry, Retry, Repeat)."""
+    full = job_fields(job)
+    return {name: full[name] for name in ('result', 'meta') if name in full}
+
+
 def _execution_fields(worker_name: str, execution_id: str, started: datetime | None,
                       ended: datetime | None) -> dict[str, Any]:
     fields: dict[str, Any] = {'worker_name': worker_name}
@@ -167,7 +174,9 @@ def plan_success(job: Job, return_value: Any, worker_name: str, execution_id: st
 
             interval = Repeat.get_interval(job.repeats_left - 1, job.repeat_intervals)
         job.repeats_left -= 1
+        job._result = return_value
         plan.fields['repeats_left'] = job.repeats_left
+        plan.fields.update(_saved_in_memory(job))
         _put_back(plan, interval, bool(job.enqueue_at_front))
         plan.job_ttl = job.ttl or ''
     elif result_ttl == 0:
@@ -188,6 +197,7 @@ def plan_failure(job: Job, exc_string: str, worker_name: str, execution_id: str,
         job.retries_left = (job.retries_left or 1) - 1
         plan.fields = _ended_fields(job, None)
         plan.fields['retries_left'] = job.retries_left
+        plan.fields.update(_saved_in_memory(job))
         _put_back(plan, interval, job.enqueue_at_front_on_retry)
         plan.job_ttl = job.ttl or ''
         return plan
@@ -221,9 +231,10 @@ def plan_retry_result(job: Job, retry: Retry, worker_name: str, execution_id: st
         return plan
     interval = Retry.get_interval(job.number_of_retries or 0, retry.intervals)
     job.number_of_retries = (job.number_of_retries or 0) + 1
+    job._result = retry
     plan.fields = _ended_fields(job, None)
     plan.fields['number_of_retries'] = job.number_of_retries
-    plan.fields['result'] = job.serializer.dumps(retry)
+    plan.fields.update(_saved_in_memory(job))
     plan.stream = {'type': Result.Type.RETRIED.value, 'return_value': encoded, **execution}
     plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
     _put_back(plan, interval, False)

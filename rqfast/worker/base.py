@@ -43,7 +43,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_WORKER_TTL = 420
 DEFAULT_RESULT_TTL = 500
 DEFAULT_JOB_MONITORING_INTERVAL = 30
-DEFAULT_MAINTENANCE_TASK_INTERVAL = 600
+DEFAULT_MAINTENANCE_TASK_INTERVAL = 60  # RQ's is 600; abandoned jobs are found within about a minute
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
 MAX_CONNECTION_WAIT = 60
 
@@ -144,6 +144,7 @@ class BaseWorker:
         self._pubsub_thread: Any = None
         self._waiter: Waiter | None = None
         self.scheduler: Any = None
+        self.last_cleaned_at: datetime | None = None
 
     # --- identity
 
@@ -238,6 +239,8 @@ class BaseWorker:
     def _start_side_threads(self) -> None:
         self._heartbeat_thread = threading.Thread(target=self._heartbeat_loop, name='rqfast-heartbeat', daemon=True)
         self._heartbeat_thread.start()
+        self.run_maintenance_tasks()
+        threading.Thread(target=self._maintenance_loop, name='rqfast-maintenance', daemon=True).start()
         self.subscribe()
 
     def subscribe(self) -> None:
@@ -475,7 +478,8 @@ class BaseWorker:
         plan = engine.plan_failure(job, outcome.exc_string, self.name, claim.execution_id, claim.started_at,
                                    stopped=stopped)
         if self.disable_default_exception_handler and plan.registry == 'failed':
-            plan.registry, plan.stream = '', {}
+            plan.registry, plan.stream, plan.job_ttl = '', {}, ''
+            plan.fields = {'status': plan.fields['status']}  # RQ only sets the status then
         return plan
 
     def _load_job(self, claim: engine.Claim) -> tuple[Job | None, str]:
@@ -517,6 +521,26 @@ class BaseWorker:
             self.register_death()
         except redis.ConnectionError as exc:
             self.log.warning('Worker %s: could not register death: %s', self.name, exc)
+
+    # --- maintenance (a separate step; see rqfast/maintenance.py)
+
+    def clean_registries(self) -> None:
+        """Abandoned jobs, expired entries, stranded ids and dead workers of this worker's queues: one call."""
+        from ..maintenance import clean_registries
+
+        clean_registries(self.connection, self.queue_names(), serializer=self.serializer,
+                         exception_handlers=self._exc_handlers, job_class=self.job_class)
+        self.last_cleaned_at = now()
+
+    def run_maintenance_tasks(self) -> None:
+        try:
+            self.clean_registries()
+        except Exception as exc:  # maintenance must never take the worker down
+            self.log.warning('Worker %s: maintenance failed: %s', self.name, exc)
+
+    def _maintenance_loop(self) -> None:
+        while not self._heartbeat_stop.wait(max(1, self.maintenance_interval)):
+            self.run_maintenance_tasks()
 
     # --- the scheduler (a separate step; see rqfast/scheduler.py)
 
