@@ -17,8 +17,9 @@ local x = r.next()
 local moved_id, moved_queue = r.next(), r.next()
 local queues = r.list()
 
-if moved_id ~= '' then
-  redis.call('LREM', K.intermediate(moved_queue), 1, moved_id)
+-- The moved id is claimed only while it is still in the intermediate list: maintenance puts an
+-- id stranded there for a minute back on its queue, and it must not be both queued and started.
+if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
   local job = start_job(moved_id, moved_queue, w, x, c)
   if job then return {moved_id, moved_queue, job, {}, 0} end
   local claim = claim_next(queues, w, x, c)

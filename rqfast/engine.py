@@ -92,7 +92,7 @@ def claim_job(connection: Redis, worker: WorkerRef, moved: tuple[str, str] | Non
     """Claim the next job (or the one a blocking BLMOVE put in `moved`'s intermediate list)."""
     moment = now()
     execution_id = uuid.uuid4().hex
-    moved_id, moved_queue = moved or ('', '')
+    moved_queue, moved_id = moved or ('', '')  # the Waiter's (queue, id)
     reply = scripts.claim_job(connection, worker.name, _times(moment), worker.job_monitoring_interval,
                               worker.idle_ttl, execution_id, moved_id, moved_queue, worker.queues)
     return _claim_from_reply(reply, execution_id, moment)

@@ -133,3 +133,23 @@ def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
     for queue, job_id in moved:
         args.extend((queue, job_id))
     return int(script('return_jobs')(connection, args))
+
+
+def schedule_jobs(connection: Redis, name: str, ttl: int, now_text: str, now_epoch: int, limit: int, acquire: bool,
+                  move: bool, release: bool, fields: dict[str, Any], queues: list[str]) -> list[tuple[int, int]]:
+    """A scheduler tick (see lua/schedule_jobs.lua): per queue, (lock state, jobs moved)."""
+    args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), int(release), len(fields)]
+    for key, value in fields.items():
+        args.extend((key, value))
+    args.extend((len(queues), *queues))
+    reply = script('schedule_jobs')(connection, args)
+    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+
+def clean_registries(connection: Redis, now_text: str, now_float: str, now_epoch: int, cutoff: int, exc_string: str,
+                     default_failure_ttl: int, whole: bool, lock_ttl: int, stuck_after: int, first_seen_ttl: int,
+                     queues: list[str]) -> list[Any]:
+    """A maintenance pass (see lua/clean_registries.lua): {handled, rescued, stats, locked queues}."""
+    args: list[Any] = [now_text, now_float, now_epoch, cutoff, exc_string, default_failure_ttl,
+                       'all' if whole else 'started', lock_ttl, stuck_after, first_seen_ttl, len(queues), *queues]
+    return script('clean_registries')(connection, args)  # type: ignore[no-any-return]

@@ -1,0 +1,77 @@
+-- schedule_jobs.lua: one scheduler tick for all its queues, as RQ 2.12's RQScheduler does it over
+-- several round trips: take or refresh each queue's scheduler lock (RQ's protocol, so an RQ
+-- scheduler and an rqfast one never hold the same queue), heartbeat the scheduler hash, and move
+-- the due jobs of every queue whose lock it holds from rq:scheduled:<q> onto rq:queue:<q>.
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] scheduler name (the lock value), ARGV[3] lock and hash TTL (s),
+-- ARGV[4] now as UTC text (enqueued_at), ARGV[5] now as integer epoch (due up to this score),
+-- ARGV[6] at most this many jobs per queue, ARGV[7] "1" to acquire free locks (else only locks
+-- already held count), ARGV[8] "1" to move due jobs, ARGV[9] "1" to release the locks held and
+-- delete the scheduler hash at the end (a burst run, or stop), else the hash is written,
+-- ARGV[10] n hash fields, then field, value, ...; then n queues, queue names...
+-- Returns: per queue, flat: lock state (1 acquired now, 2 held already, 0 held by another
+--   scheduler or free and not taken), number of jobs moved.
+
+local r = argv_reader(2)
+local name, ttl, now_text, now_int = r.next(), r.next(), r.next(), r.next()
+local limit = tonumber(r.next())
+local acquire, move, release = r.next() == '1', r.next() == '1', r.next() == '1'
+local fields = r.list(2)
+local queues = r.list()
+
+local function lock_key(q) return PREFIX .. 'scheduler-lock:' .. q end
+local scheduler_key = PREFIX .. 'scheduler:' .. name
+
+-- RQ's ACQUIRE_OR_REFRESH_LOCK_SCRIPT, and "held" without acquiring.
+local function take_lock(q)
+  local holder = redis.call('GET', lock_key(q))
+  if holder == name then
+    if acquire then redis.call('EXPIRE', lock_key(q), ttl) end
+    return 2
+  end
+  if not holder and acquire then
+    redis.call('SET', lock_key(q), name, 'EX', ttl)
+    return 1
+  end
+  return 0
+end
+
+-- RQ's Queue._enqueue_job for each due id (at the front with enqueue_at_front, or with
+-- enqueue_at_front_on_retry once the job has run); ids without a job hash are only removed.
+local function move_due(q)
+  local scheduled = K.scheduled(q)
+  local ids = redis.call('ZRANGEBYSCORE', scheduled, 0, now_int, 'LIMIT', 0, limit)
+  local moved = 0
+  for _, id in ipairs(ids) do
+    local key = K.job(id)
+    local job = redis.call('HMGET', key, 'data', 'enqueue_at_front', 'enqueue_at_front_on_retry', 'ended_at', 'ttl')
+    if job[1] then
+      local at_front = job[2] == '1' or (job[3] == '1' and job[4] ~= false and job[4] ~= '')
+      redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
+      expire_job_keys(id, job[5])
+      push_job(q, id, at_front)
+      moved = moved + 1
+    end
+    redis.call('ZREM', scheduled, id)
+  end
+  return moved
+end
+
+local out = {}
+for _, q in ipairs(queues) do
+  local state = take_lock(q)
+  local moved = 0
+  if state > 0 and move then moved = move_due(q) end
+  if state > 0 and release then redis.call('DEL', lock_key(q)) end
+  out[#out + 1] = state
+  out[#out + 1] = moved
+end
+
+if release then
+  redis.call('DEL', scheduler_key)
+elseif #fields > 0 then
+  redis.call('HSET', scheduler_key, unpack(fields))
+  redis.call('EXPIRE', scheduler_key, ttl)
+end
+return out
