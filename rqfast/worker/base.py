@@ -25,6 +25,8 @@ from typing import Any
 
 import redis
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry as RedisRetry
 
 from .. import engine, keys, scripts
 from ..dates import now, utcformat, utcparse
@@ -248,8 +250,8 @@ class BaseWorker:
         pool = self.connection.connection_pool
         if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
             return  # fakeredis: no sockets to listen on
-        client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class,
-                                                      **pool.connection_kwargs))
+        kwargs = {**pool.connection_kwargs, 'retry': RedisRetry(NoBackoff(), 0)}
+        client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class, **kwargs))
         self._pubsub = client.pubsub(ignore_subscribe_messages=True)
         self._pubsub.subscribe(self.pubsub_channel_name)
         self._pubsub_thread = threading.Thread(target=self._listen, args=(self._pubsub,), name='rqfast-commands',
@@ -257,13 +259,23 @@ class BaseWorker:
         self._pubsub_thread.start()
 
     def _listen(self, pubsub: Any) -> None:
-        try:
-            for message in pubsub.listen():
-                if message.get('type') == 'message':
-                    self.handle_payload(message)
-        except Exception as exc:  # closed at teardown, or the connection was lost
-            if self._pubsub is not None:
-                self.log.warning('Worker %s: stopped listening for commands: %s', self.name, exc)
+        """Handle commands until unsubscribe(); a lost connection is retried with capped backoff."""
+        # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
+        backoff = 1.0
+        while self._pubsub is pubsub:
+            try:
+                for message in pubsub.listen():
+                    backoff = 1.0
+                    if message.get('type') == 'message':
+                        self.handle_payload(message)
+                return
+            except Exception as exc:  # closed at teardown, or the connection was lost
+                if self._pubsub is not pubsub:
+                    return
+                self.log.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc,
+                                 backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
 
     def unsubscribe(self) -> None:
         pubsub, self._pubsub = self._pubsub, None
@@ -440,7 +452,8 @@ class BaseWorker:
             raise
         finally:
             self._job_started_monotonic = None
-        next_claim = self._finish(job, claim, outcome, claim_next)
+        # a warm shutdown requested while the job ran takes no next job
+        next_claim = self._finish(job, claim, outcome, claim_next and not self._stop_requested)
         if next_claim:
             self._after_claim(next_claim.queue or '')
         self._log_dropped(next_claim)
@@ -454,8 +467,7 @@ class BaseWorker:
         plan = self._plan(job, claim, outcome, stopped)
         working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
         try:
-            next_claim = engine.finish_job(self.connection, job_id, queue, claim.execution_id, plan, working,
-                                           self._ref(), claim_next=claim_next)
+            next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next)
         finally:
             self._in_flight.pop(job_id, None)
         if outcome.kind == 'success':
@@ -468,6 +480,21 @@ class BaseWorker:
         self.total_working_time += working
         self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
         return next_claim
+
+    def _record(self, job_id: str, queue: str, execution_id: str, plan: engine.Plan, working: float,
+                claim_next: bool) -> engine.Claim:
+        """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped."""
+        backoff = 1.0
+        while True:
+            try:
+                return engine.finish_job(self.connection, job_id, queue, execution_id, plan, working, self._ref(),
+                                         claim_next=claim_next)
+            except redis.ConnectionError as exc:
+                self.log.error('Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id,
+                               exc, backoff)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
+                claim_next = False  # the next job is claimed by the loop once Redis is back
 
     def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool) -> engine.Plan:
         if outcome.kind == 'success':

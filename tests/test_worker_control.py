@@ -1,0 +1,356 @@
+"""Controlling a running SimpleWorker: signals, RQ's pub/sub commands, suspension, a lost connection.
+
+Each worker runs in a process of its own (tests/worker_process.py), so the tests can signal it; the
+tests read Redis to see what it did. Everything is bounded in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import rq.command
+import rq.suspension
+
+import rqfast
+from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+
+try:
+    import jobs
+    import worker_jobs
+except ImportError:  # tests/ became a package
+    from tests import jobs, worker_jobs  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.timeout(60)
+
+HELPER = Path(__file__).with_name('worker_process.py')
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = 'condition') -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+
+class WorkerProcess:
+    def __init__(self, url: str, options: dict[str, Any], log_path: Path) -> None:
+        self.name = options.setdefault('name', uuid.uuid4().hex)
+        self.key = f'rq:worker:{self.name}'
+        self.log_path = log_path
+        self.log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])}
+        self.proc = subprocess.Popen([sys.executable, str(HELPER), url, json.dumps(options)],
+                                     stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors='replace')
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 10.0) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'the worker did not exit in {timeout} s; its log:\n{self.log()}') from None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.log_file.close()
+
+
+@pytest.fixture
+def start_worker(redis_url: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(url: str | None = None, wait_registered: bool = True, **options: Any) -> WorkerProcess:
+        worker = WorkerProcess(url or redis_url, options, tmp_path / f'worker-{len(started)}.log')
+        started.append(worker)
+        if wait_registered:
+            conn = redis.Redis.from_url(url or redis_url)
+            wait_until(lambda: conn.hget(worker.key, 'state') in (b'idle', b'busy', b'suspended'),
+                       what=f'worker {worker.name} to start; log:\n{worker.log()}')
+            conn.close()
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def status(conn: redis.Redis, job_id: str) -> str | None:
+    value = conn.hget(f'rq:job:{job_id}', 'status')
+    return value.decode() if value else None
+
+
+def assert_deregistered(conn: redis.Redis, worker: WorkerProcess, queue: str = 'q') -> None:
+    key = worker.key.encode()
+    assert conn.hget(worker.key, 'death'), conn.hgetall(worker.key)
+    assert 0 < conn.ttl(worker.key) <= 60
+    assert key not in conn.smembers('rq:workers')
+    assert key not in conn.smembers(f'rq:workers:{queue}')
+
+
+# ---------------------------------------------------------------------------------------------------
+# Warm and cold shutdown
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT])
+def test_idle_worker_stops_on_a_signal_and_deregisters(redis_conn: redis.Redis, start_worker: Any,
+                                                         signum: int) -> None:
+    worker = start_worker()
+    assert redis_conn.hget(worker.key, 'state') == b'idle'
+    started = time.monotonic()
+    worker.signal(signum)
+    assert worker.wait() == 0
+    assert time.monotonic() - started < 3, 'a blocked idle worker must stop at once'
+    assert_deregistered(redis_conn, worker)
+
+
+def test_warm_shutdown_finishes_the_job_in_hand_and_takes_no_other(redis_conn: redis.Redis,
+                                                                   start_worker: Any) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    running = q.enqueue(worker_jobs.wait_for_key, 'go', 20)
+    waiting = q.enqueue(jobs.noop)
+    worker = start_worker()
+    wait_until(lambda: status(redis_conn, running.id) == 'started', what='the job to start')
+    worker.signal(signal.SIGTERM)
+    wait_until(lambda: redis_conn.hget(worker.key, 'shutdown_requested_date'), what='shutdown_requested_date')
+    assert worker.proc.poll() is None and redis_conn.hget(worker.key, 'state') == b'busy'
+    redis_conn.set('go', 1)
+    assert worker.wait() == 0
+    assert status(redis_conn, running.id) == 'finished'
+    assert running.return_value() is True
+    assert status(redis_conn, waiting.id) == 'queued' and q.job_ids == [waiting.id]
+    assert StartedJobRegistry('q', connection=redis_conn).count == 0
+    assert_deregistered(redis_conn, worker)
+
+
+def test_cold_shutdown_fails_the_running_job_and_leaves_nothing_in_limbo(redis_conn: redis.Redis,
+                                                                         start_worker: Any) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    job = q.enqueue(worker_jobs.wait_for_key, 'never', 30)
+    worker = start_worker()
+    wait_until(lambda: status(redis_conn, job.id) == 'started', what='the job to start')
+    worker.signal(signal.SIGINT)
+    time.sleep(1.2)  # a second signal within 1 s of the first is taken as the same key press
+    worker.signal(signal.SIGINT)
+    worker.wait()
+    assert status(redis_conn, job.id) == 'failed'
+    assert job.id in FailedJobRegistry('q', connection=redis_conn).get_job_ids()
+    assert StartedJobRegistry('q', connection=redis_conn).get_job_ids(cleanup=False) == []
+    assert not redis_conn.keys(f'rq:execution:{job.id}:*')
+    assert 'SystemExit' in (rqfast.Job.fetch(job.id, connection=redis_conn).exc_info or '')
+    assert_deregistered(redis_conn, worker)
+    assert b'current_job' not in redis_conn.hgetall(worker.key)
+
+
+def test_cold_shutdown_retries_a_job_with_retries_left(redis_conn: redis.Redis, start_worker: Any) -> None:
+    """As in RQ, a job killed by a cold shutdown counts as a failure, so its Retry puts it back."""
+    q = rqfast.Queue('q', connection=redis_conn)
+    job = q.enqueue(worker_jobs.wait_for_key, 'never', 30, retry=rqfast.Retry(max=1))
+    worker = start_worker()
+    wait_until(lambda: status(redis_conn, job.id) == 'started', what='the job to start')
+    worker.signal(signal.SIGTERM)
+    time.sleep(1.2)
+    worker.signal(signal.SIGTERM)
+    worker.wait()
+    assert status(redis_conn, job.id) == 'queued' and q.job_ids == [job.id]
+    assert_deregistered(redis_conn, worker)
+
+
+# ---------------------------------------------------------------------------------------------------
+# RQ's pub/sub commands
+
+
+def test_rq_send_shutdown_command_stops_an_idle_rqfast_worker(redis_conn: redis.Redis, start_worker: Any) -> None:
+    worker = start_worker()
+    time.sleep(0.2)  # the listener subscribes right after registration
+    rq.command.send_shutdown_command(redis_conn, worker.name)
+    assert worker.wait() == 0
+    assert_deregistered(redis_conn, worker)
+
+
+def test_rq_send_shutdown_command_lets_a_busy_worker_finish(redis_conn: redis.Redis, start_worker: Any) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    job = q.enqueue(worker_jobs.wait_for_key, 'go', 20)
+    worker = start_worker()
+    wait_until(lambda: status(redis_conn, job.id) == 'started', what='the job to start')
+    rq.command.send_shutdown_command(redis_conn, worker.name)
+    wait_until(lambda: redis_conn.hget(worker.key, 'shutdown_requested_date'), what='shutdown_requested_date')
+    redis_conn.set('go', 1)
+    assert worker.wait() == 0
+    assert status(redis_conn, job.id) == 'finished'
+    assert_deregistered(redis_conn, worker)
+
+
+def test_stop_job_is_ignored_by_a_simple_worker_as_in_rq(redis_conn: redis.Redis, start_worker: Any) -> None:
+    """RQ's SimpleWorker has no horse to stop: the job runs to its end, and the worker goes on."""
+    q = rqfast.Queue('q', connection=redis_conn)
+    job = q.enqueue(worker_jobs.wait_for_key, 'go', 20, on_stopped=rqfast.Callback(worker_jobs.stopped_callback_meta))
+    worker = start_worker(work={'max_jobs': 1})
+    wait_until(lambda: status(redis_conn, job.id) == 'started', what='the job to start')
+    time.sleep(0.2)
+    rq.command.send_stop_job_command(redis_conn, job.id)
+    time.sleep(0.3)
+    assert status(redis_conn, job.id) == 'started'
+    redis_conn.set('go', 1)
+    assert worker.wait() == 0
+    assert status(redis_conn, job.id) == 'finished'
+    assert not redis_conn.exists(f'callback:stopped:{job.id}')
+
+
+# ---------------------------------------------------------------------------------------------------
+# Suspension
+
+
+def test_suspension_is_honoured_by_an_idle_worker_and_lifted(redis_conn: redis.Redis, start_worker: Any) -> None:
+    worker = start_worker(idle_wakeup=1, work={'max_jobs': 1})
+    rq.suspension.suspend(redis_conn)
+    wait_until(lambda: redis_conn.hget(worker.key, 'state') == b'suspended', timeout=5, what='state suspended')
+    job = rqfast.Queue('q', connection=redis_conn).enqueue(jobs.noop)
+    time.sleep(0.5)
+    assert status(redis_conn, job.id) == 'queued', 'a suspended worker takes no job'
+    rq.suspension.resume(redis_conn)
+    assert worker.wait() == 0
+    assert status(redis_conn, job.id) == 'finished'
+
+
+def test_suspension_while_busy_stops_claiming_after_the_job(redis_conn: redis.Redis, start_worker: Any) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    first = q.enqueue(worker_jobs.wait_for_key, 'go', 20)
+    second = q.enqueue(jobs.noop)
+    worker = start_worker(idle_wakeup=1)
+    wait_until(lambda: status(redis_conn, first.id) == 'started', what='the job to start')
+    rq.suspension.suspend(redis_conn)
+    redis_conn.set('go', 1)
+    wait_until(lambda: status(redis_conn, first.id) == 'finished', what='the first job to finish')
+    wait_until(lambda: redis_conn.hget(worker.key, 'state') == b'suspended', timeout=5, what='state suspended')
+    assert status(redis_conn, second.id) == 'queued'
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0
+
+
+def test_burst_worker_exits_when_suspended(redis_conn: redis.Redis) -> None:
+    job = rqfast.Queue('q', connection=redis_conn).enqueue(jobs.noop)
+    rq.suspension.suspend(redis_conn)
+    worked = rqfast.SimpleWorker(['q'], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    assert worked is False and status(redis_conn, job.id) == 'queued'
+
+
+# ---------------------------------------------------------------------------------------------------
+# A lost connection
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return int(sock.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, with an append-only file so a restart keeps the data."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix='rqfast-lost-')
+        self.url = f'redis://127.0.0.1:{self.port}/0'
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which('redis-server') or 'redis-server'
+        self.proc = subprocess.Popen([binary, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '',
+                                      '--appendonly', 'yes', '--appendfsync', 'always', '--dir', self.dir],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        wait_until(lambda: self._ping(client), what='the private redis-server')
+        client.close()
+
+    @staticmethod
+    def _ping(client: redis.Redis) -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(server.dir, ignore_errors=True)
+
+
+def test_idle_worker_survives_a_lost_connection(private_redis: PrivateRedis, start_worker: Any) -> None:
+    worker = start_worker(url=private_redis.url, idle_wakeup=1, work={'max_jobs': 1})
+    private_redis.stop()
+    time.sleep(1.2)
+    assert worker.proc.poll() is None, worker.log()
+    private_redis.start()
+    conn = redis.Redis.from_url(private_redis.url)
+    job = rqfast.Queue('q', connection=conn).enqueue(jobs.add, 1, 2)
+    assert worker.wait(20) == 0, worker.log()
+    assert status(conn, job.id) == 'finished'
+    assert 'retrying in' in worker.log()
+    conn.close()
+
+
+def test_busy_worker_survives_a_lost_connection_and_records_the_job(private_redis: PrivateRedis,
+                                                                    start_worker: Any) -> None:
+    conn = redis.Redis.from_url(private_redis.url)
+    q = rqfast.Queue('q', connection=conn)
+    job = q.enqueue(jobs.long_running, 2)
+    after = q.enqueue(jobs.add, 2, 2)
+    worker = start_worker(url=private_redis.url, work={'burst': True})
+    wait_until(lambda: status(conn, job.id) == 'started', what='the job to start')
+    private_redis.stop()
+    time.sleep(2.5)  # the job ends while Redis is down
+    assert worker.proc.poll() is None, worker.log()
+    private_redis.start()
+    assert worker.wait(30) == 0, worker.log()
+    assert status(conn, job.id) == 'finished' and status(conn, after.id) == 'finished'
+    assert FinishedJobRegistry('q', connection=conn).count == 2
+    assert StartedJobRegistry('q', connection=conn).get_job_ids(cleanup=False) == []
+    assert f'could not record job {job.id}' in worker.log()
+    conn.close()
+
+
+def test_commands_still_reach_a_worker_after_a_lost_connection(private_redis: PrivateRedis,
+                                                               start_worker: Any) -> None:
+    worker = start_worker(url=private_redis.url, idle_wakeup=1)
+    private_redis.stop()
+    time.sleep(0.5)
+    private_redis.start()
+    conn = redis.Redis.from_url(private_redis.url)
+    wait_until(lambda: conn.pubsub_numsub(f'rq:pubsub:{worker.name}')[0][1] == 1, timeout=15,
+               what='the worker to subscribe again')
+    rq.command.send_shutdown_command(conn, worker.name)
+    assert worker.wait(10) == 0, worker.log()
+    conn.close()
