@@ -47,16 +47,17 @@ from rqfast.worker import SimpleWorker
 conn = redis.Redis.from_url(sys.argv[1])
 worker = SimpleWorker(['q'], connection=conn, name=sys.argv[2], job_monitoring_interval=int(sys.argv[3]),
                       maintenance_interval=int(sys.argv[4]))
-worker.work(burst=False, logging_level='WARNING', max_jobs=int(sys.argv[5]), max_idle_time=20)
+worker.work(burst=False, logging_level='WARNING', max_jobs=int(sys.argv[5]) or None,
+            max_idle_time=int(sys.argv[6]))
 """
 
 
 def start_worker(redis_url: str, name: str, monitoring_interval: int = MONITORING_INTERVAL,
-                 maintenance_interval: int = 60, max_jobs: int = 1) -> subprocess.Popen:
+                 maintenance_interval: int = 60, max_jobs: int = 1, max_idle_time: int = 20) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS.parent)]))
     return subprocess.Popen(
         [sys.executable, '-c', WORKER_SCRIPT, redis_url, name, str(monitoring_interval), str(maintenance_interval),
-         str(max_jobs)],
+         str(max_jobs), str(max_idle_time)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -307,7 +308,7 @@ def test_worker_start_runs_the_pass(connection: redis.Redis) -> None:
 
     SimpleWorker(['q'], connection=connection).work(burst=True, logging_level=None)
 
-    assert job.get_status() == JobStatus.FAILED
+    wait_for(lambda: job.get_status() == JobStatus.FAILED, timeout=5)  # the pass runs on its own thread
 
 
 # --- the rest of the pass
@@ -415,3 +416,26 @@ def test_the_pass_is_one_round_trip(redis_conn: redis.Redis, monkeypatch: pytest
 
     assert len(report.abandoned) == 3
     assert len(sent) == 1
+
+
+@pytest.mark.skipif(not os.environ.get('RQFAST_SLOW_TESTS'), reason='takes ~65 s; set RQFAST_SLOW_TESTS=1')
+@pytest.mark.timeout(150)
+def test_killed_worker_job_is_failed_in_real_time(redis_conn: redis.Redis, redis_url: str, processes: list) -> None:
+    """No pinned time: the entry lapses by itself (61 s after the last heartbeat) and a live worker finds it."""
+    queue = Queue('q', connection=redis_conn)
+    job = queue.enqueue(f'{WJOBS}.wait_for_key', 'never', 100)
+    victim = start_worker(redis_url, 'victim', monitoring_interval=1)
+    processes.append(victim)
+    wait_for(lambda: job.get_status() == JobStatus.STARTED)
+    time.sleep(1.5)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    killed_at = time.monotonic()
+    live = start_worker(redis_url, 'live', maintenance_interval=5, max_jobs=0, max_idle_time=120)
+    processes.append(live)
+
+    wait_for(lambda: job.get_status() == JobStatus.FAILED, timeout=110, step=0.2)
+
+    took = time.monotonic() - killed_at
+    print(f'abandoned job failed {took:.1f} s after the kill')
+    assert took < 61 + 5 + 5

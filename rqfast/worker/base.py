@@ -241,7 +241,6 @@ class BaseWorker:
     def _start_side_threads(self) -> None:
         self._heartbeat_thread = threading.Thread(target=self._heartbeat_loop, name='rqfast-heartbeat', daemon=True)
         self._heartbeat_thread.start()
-        self.run_maintenance_tasks()
         threading.Thread(target=self._maintenance_loop, name='rqfast-maintenance', daemon=True).start()
         self.subscribe()
 
@@ -566,6 +565,7 @@ class BaseWorker:
             self.log.warning('Worker %s: maintenance failed: %s', self.name, exc)
 
     def _maintenance_loop(self) -> None:
+        self.run_maintenance_tasks()  # at start, as RQ does, without delaying the worker's start
         while not self._heartbeat_stop.wait(max(1, self.maintenance_interval)):
             self.run_maintenance_tasks()
 
