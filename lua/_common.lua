@@ -138,10 +138,12 @@ end
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker
 -- does in its prepare steps: job fields and PERSIST, the execution hash and zset, the started
 -- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval.
--- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash or no data.
+-- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash (or the key is
+-- not a hash) or no data.
 local function start_job(id, queue, w, x, c)
   local key = K.job(id)
-  local job = redis.call('HGETALL', key)
+  local job = redis.pcall('HGETALL', key)
+  if job.err then return nil end  -- the key is not a hash: no job to start
   local has_data = false
   for j = 1, #job, 2 do if job[j] == 'data' then has_data = true end end
   if not has_data then return nil end

@@ -150,7 +150,10 @@ def _restore_callbacks(job: Job, obj: dict[str, bytes]) -> None:
         if f'{kind}_callback_timeout' in obj:
             setattr(job, f'_{kind}_callback_timeout', int(obj[f'{kind}_callback_timeout']))
     if obj.get('webhooks'):
-        job.webhooks = json.loads(_text(obj['webhooks']))
+        try:
+            job.webhooks = json.loads(_text(obj['webhooks']))
+        except ValueError:  # RQ logs and drops webhooks it cannot read
+            job.webhooks = []
 
 
 def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
@@ -166,3 +169,22 @@ def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
     job.enqueue_at_front_on_retry = bool(int(front)) if front else False
     job.repeats_left = _int(obj, 'repeats_left')
     job.repeat_intervals = json.loads(_text(obj['repeat_intervals'])) if obj.get('repeat_intervals') else None
+
+
+# What RQ's readers take as unset, for the fields they parse whenever present; "" for all others.
+_RESET_VALUES = {'success_callback_timeout': '60', 'failure_callback_timeout': '60', 'stopped_callback_timeout': '60',
+                 'enqueue_at_front': '0'}
+
+
+def unreadable_fields(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> dict[str, tuple[Any, str]]:
+    """The fields restore_job cannot parse: name -> (the stored value, the value that resets it)."""
+    obj: dict[str, bytes] = {_text(k): v for k, v in raw.items()}
+    bad: dict[str, tuple[Any, str]] = {}
+    for name, value in obj.items():
+        if name == 'data':
+            continue
+        try:
+            restore_job(job, {'data': b'', name: value})
+        except Exception:
+            bad[name] = (value, _RESET_VALUES.get(name, ''))
+    return bad

@@ -110,3 +110,69 @@ def slow_callback(job: Any, connection: Any, *args: Any) -> None:
 
 def raising_callback(job: Any, connection: Any, *args: Any) -> None:
     raise RuntimeError('callback failed')
+
+
+def record(tag: str) -> str:
+    """Appends `tag` to the Redis list `order`, so a test sees the order jobs ran in."""
+    _job().connection.rpush('order', tag)
+    return tag
+
+
+def heartbeat_probe(seconds: float) -> dict[str, Any]:
+    """What the worker hash, the started registry and the job hash say before and after `seconds`."""
+    job = _job()
+    connection = job.connection
+    worker_key = f'rq:worker:{job.worker_name}'
+
+    def look() -> dict[str, Any]:
+        member = next(m for m in connection.zrange(f'rq:wip:{job.origin}', 0, -1) if m.startswith(job.id.encode()))
+        return {
+            'worker_heartbeat': connection.hget(worker_key, 'last_heartbeat').decode(),
+            'worker_ttl': connection.ttl(worker_key),
+            'working_time': float(connection.hget(worker_key, 'current_job_working_time') or 0),
+            'job_heartbeat': connection.hget(job.key, 'last_heartbeat').decode(),
+            'started_score': connection.zscore(f'rq:wip:{job.origin}', member),
+        }
+
+    before = look()
+    time.sleep(seconds)
+    return {'before': before, 'after': look()}
+
+
+def worker_hash_inside() -> dict[str, Any]:
+    """The running worker's hash and TTLs, read from inside its job."""
+    job = _job()
+    connection = job.connection
+    worker_key = f'rq:worker:{job.worker_name}'
+    execution = next(iter(connection.keys(f'rq:execution:{job.id}:*')))
+    wip = connection.zrange(f'rq:wip:{job.origin}', 0, -1, withscores=True)
+    return {
+        'fields': {k.decode(): v.decode() for k, v in connection.hgetall(worker_key).items()},
+        'ttl': connection.ttl(worker_key),
+        'execution_ttl': connection.ttl(execution),
+        'executions_ttl': connection.ttl(f'rq:executions:{job.id}'),
+        'started_expiry': wip[0][1] - time.time(),
+        'job_ttl': connection.ttl(job.key),
+        'time': time.time(),
+    }
+
+
+def rq_sees_worker() -> list[dict[str, Any]]:
+    """rq's Worker.all(), called from inside the job: what rq's tools see of the running worker."""
+    from rq.worker import Worker
+
+    return [{'name': w.name, 'state': w.get_state(), 'current_job': w.get_current_job_id(),
+             'queues': w.queue_names(), 'successful': w.successful_job_count, 'failed': w.failed_job_count,
+             'birth': w.birth_date is not None, 'pid': w.pid, 'hostname': w.hostname}
+            for w in Worker.all(connection=_job().connection)]
+
+
+def exit_process(code: int = 3) -> None:
+    """A job that calls sys.exit(): it fails; the worker must not exit with it."""
+    import sys
+
+    sys.exit(code)
+
+
+def raise_keyboard_interrupt() -> None:
+    raise KeyboardInterrupt

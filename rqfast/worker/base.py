@@ -34,6 +34,7 @@ from ..exceptions import StopRequested
 from ..execution import Outcome
 from ..imports import import_attribute
 from ..job import Job, JobStatus
+from ..jobhash import unreadable_fields
 from ..queue import Queue
 from ..serializers import resolve_serializer
 from ..timeouts import UnixSignalDeathPenalty
@@ -134,6 +135,7 @@ class BaseWorker:
         self.total_working_time = 0.0
         self._state = WorkerStatus.STARTED
         self._stop_requested = False
+        self._interruptible = False  # blocked waiting for a job: a stop request may raise there
         self._shutdown_requested_date: datetime | None = None
         self._stopped_job_id: str | None = None
         self._in_flight: dict[str, engine.Claim] = {}
@@ -324,8 +326,8 @@ class BaseWorker:
         signal.signal(signal.SIGTERM, self.request_force_stop)
         if self._in_flight:
             self.connection.hset(self.key, 'shutdown_requested_date', utcformat(self._shutdown_requested_date))
-        else:
-            raise StopRequested()
+        elif self._interruptible:
+            raise StopRequested()  # only out of a blocking wait: never between a claim and its record
 
     def request_force_stop(self, signum: int, frame: Any) -> None:
         if self._shutdown_requested_date and (now() - self._shutdown_requested_date).total_seconds() < 1:
@@ -364,7 +366,7 @@ class BaseWorker:
             while claim:
                 completed += 1
                 more = not self._stop_requested and (max_jobs is None or completed < max_jobs)
-                claim = self.process_claim(claim, claim_next=more)
+                claim = self._process_safely(claim, more)
                 if not more:
                     break
                 if not claim:
@@ -374,6 +376,15 @@ class BaseWorker:
         finally:
             self.teardown()
         return completed > 0
+
+    def _process_safely(self, claim: engine.Claim, claim_next: bool) -> engine.Claim:
+        """process_claim; an error the job did not cause (a script error) is logged with its id, and work goes on."""
+        try:
+            return self.process_claim(claim, claim_next=claim_next)
+        except Exception:
+            self.log.exception('Worker %s: could not finish job %s; maintenance will find it', self.name, claim.job_id)
+            self._state = WorkerStatus.IDLE
+            return engine.Claim()
 
     def _wait_for_claim(self, burst: bool, max_idle_time: int | None) -> engine.Claim | None:
         """Claim a job, blocking while the queues are empty (not in burst mode). None: time to stop."""
@@ -389,6 +400,8 @@ class BaseWorker:
                 if claim:
                     self._after_claim(claim.queue or '')
                     return claim
+                if claim.dropped and not claim.suspended:
+                    continue  # a claim looks at 100 dropped ids at most: there may be more behind them
                 if claim.suspended:
                     if burst:
                         self.log.info('Worker %s: suspended in burst mode, exiting', self.name)
@@ -405,7 +418,7 @@ class BaseWorker:
                         self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
                         return None
                     wait = max(1, min(wait, int(left + 0.999)))
-                moved = self._waiter_for().wait(wait)
+                moved = self._interruptibly(lambda: self._waiter_for().wait(wait))
             except redis.ConnectionError as exc:
                 self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, backoff)
                 time.sleep(backoff)
@@ -419,11 +432,21 @@ class BaseWorker:
             self._waiter = Waiter(self.connection, list(self._ordered_queues))
         return self._waiter
 
+    def _interruptibly(self, wait: Callable[[], Any]) -> Any:
+        """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
+        self._interruptible = True
+        try:
+            if self._stop_requested:
+                raise StopRequested()
+            return wait()
+        finally:
+            self._interruptible = False
+
     def _wait_while_suspended(self) -> None:
         self.log.info('Worker %s: suspended, run `rq resume` to resume', self.name)
         self.set_state(WorkerStatus.SUSPENDED)
         while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
-            time.sleep(1)
+            self._interruptibly(lambda: time.sleep(1))
 
     def _log_dropped(self, claim: engine.Claim) -> None:
         for job_id in claim.dropped:
@@ -437,13 +460,13 @@ class BaseWorker:
         self._job_started_monotonic = time.monotonic()
         job: Job | None = None
         try:
-            job, load_error = self._load_job(claim)
-            if job is None:
-                outcome = Outcome('failure', exc_string=load_error)
-                job = self._placeholder_job(job_id, queue)
-            else:
+            job, outcome = self._load_job(claim)
+            if outcome is None:
                 self._log_start(job, queue)
                 outcome = self.execute(job, claim)
+        except Exception:  # a job must never take the worker down: it fails with what went wrong
+            outcome = Outcome('failure', exc_string=traceback.format_exc())
+            job = job or self._placeholder_job(job_id, queue)
         except (SystemExit, KeyboardInterrupt):
             outcome = Outcome('failure', exc_string=traceback.format_exc())
             job = job or self._placeholder_job(job_id, queue)
@@ -463,7 +486,11 @@ class BaseWorker:
         stopped = self._stopped_job_id == job_id
         if stopped:
             self._stopped_job_id = None
-        plan = self._plan(job, claim, outcome, stopped)
+        try:
+            plan = self._plan(job, claim, outcome, stopped)
+        except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
+            plan = engine.plan_failure(job, outcome.exc_string + self._unplannable(job, exc), self.name,
+                                       claim.execution_id, claim.started_at, retry=False)
         working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
         try:
             next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next)
@@ -502,31 +529,51 @@ class BaseWorker:
         if outcome.kind == 'retry':
             return engine.plan_retry_result(job, outcome.value, self.name, claim.execution_id, claim.started_at)
         plan = engine.plan_failure(job, outcome.exc_string, self.name, claim.execution_id, claim.started_at,
-                                   stopped=stopped)
+                                   stopped=stopped, retry=outcome.kind != 'poison')
+        if outcome.kind == 'poison':
+            plan.fields = {**outcome.value, **plan.fields}  # unreadable fields reset, so RQ's readers load it
         if self.disable_default_exception_handler and plan.registry == 'failed':
             plan.registry, plan.stream, plan.job_ttl = '', {}, ''
             plan.fields = {'status': plan.fields['status']}  # RQ only sets the status then
         return plan
 
-    def _load_job(self, claim: engine.Claim) -> tuple[Job | None, str]:
-        """The claimed job, or None and a reason naming what in its hash could not be read."""
+    def _load_job(self, claim: engine.Claim) -> tuple[Job, Outcome | None]:
+        """The claimed job, ready to run; or a stand-in and a 'poison' outcome naming the unreadable fields."""
         job = self.job_class(claim.job_id, connection=self.connection, serializer=self.serializer)
         try:
             job.restore(claim.raw)
-            job._status = JobStatus.STARTED
-            job.worker_name = self.name
-            job.started_at = job.last_heartbeat = claim.started_at
-            return job, ''
         except Exception as exc:
-            return None, (f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
-                          f'{type(exc).__name__}: {exc}\n')
+            bad = unreadable_fields(job, claim.raw)
+            named = ', '.join(f'{name}={value!r}' for name, (value, _) in bad.items())
+            reason = (f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
+                      f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n')
+            resets = {name: reset for name, (_, reset) in bad.items()}
+            return self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}), \
+                Outcome('poison', exc_string=reason, value=resets)
+        job._status = JobStatus.STARTED
+        job.worker_name = self.name
+        job.started_at = job.last_heartbeat = claim.started_at
+        return job, None
 
-    def _placeholder_job(self, job_id: str, queue: str) -> Job:
+    def _placeholder_job(self, job_id: str, queue: str, raw: dict[Any, Any] | None = None) -> Job:
+        """A stand-in for a job that cannot be loaded (its TTLs are kept when the repaired hash loads)."""
         job = self.job_class(job_id, connection=self.connection, serializer=self.serializer)
+        try:
+            job.restore(raw or {})
+        except Exception:
+            pass
         job.origin = queue
         job.worker_name = self.name
         job.started_at = job.ended_at = job.last_heartbeat = now()
+        job.retries_left = job.repeats_left = None
         return job
+
+    def _unplannable(self, job: Job, exc: Exception) -> str:
+        fields = ', '.join(f'{name}={getattr(job, name)!r}' for name in
+                           ('retries_left', 'retry_intervals', 'repeats_left', 'repeat_intervals', 'result_ttl',
+                            'failure_ttl'))
+        return (f'rqfast: the outcome of job {job.id} could not be recorded as its hash asks ({fields}), '
+                f'so it failed: {type(exc).__name__}: {exc}\n')
 
     def _log_start(self, job: Job, queue: str) -> None:
         if self.log_job_description:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+
 from .. import engine
-from ..execution import Outcome, run_job
+from ..execution import Outcome, fail_job, run_job
 from ..job import Job
 from .base import BaseWorker
 
 
 class SimpleWorker(BaseWorker):
     def execute(self, job: Job, claim: engine.Claim) -> Outcome:
-        return run_job(job, self.death_penalty_class, self._exc_handlers,
-                       default_timeout=self.queue_class.DEFAULT_TIMEOUT)
+        try:
+            return run_job(job, self.death_penalty_class, self._exc_handlers,
+                           default_timeout=self.queue_class.DEFAULT_TIMEOUT)
+        except (SystemExit, KeyboardInterrupt):  # the job exited, or a cold shutdown: a failure, as in RQ
+            return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers)
