@@ -176,3 +176,24 @@ def exit_process(code: int = 3) -> None:
 
 def raise_keyboard_interrupt() -> None:
     raise KeyboardInterrupt
+
+
+DASHBOARD: Any = None  # a Flask test client of rq-dashboard, set by tests/test_worker_dashboard.py
+
+
+def dashboard_inside(*paths: str) -> dict[str, Any]:
+    """What rq-dashboard answers while this job runs (its JSON endpoints, fetched from inside the job)."""
+    answers = {}
+    for path in paths:
+        response = DASHBOARD.get(path)
+        answers[path] = response.get_json() if response.is_json else response.status_code
+    return answers
+
+
+def count_run(fail: bool = False) -> str:
+    """Counts this job's runs in the Redis hash `runs` (field: the job id); fails when asked to."""
+    job = _job()
+    job.connection.hincrby('runs', job.id, 1)
+    if fail:
+        raise ValueError('asked to fail')
+    return job.id
