@@ -524,3 +524,48 @@ def test_worker_all_and_counters_read_back_with_rqfast(connection: redis.Redis) 
     assert connection.hget(worker.key, 'successful_job_count') == b'1'
     assert connection.hget(worker.key, 'failed_job_count') == b'1'
     assert SimpleWorker.all(connection=connection) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# Waiting: a blocking move, never a window where a popped id is recorded nowhere
+
+
+def test_waiter_hands_over_one_id_and_puts_the_others_back(redis_conn: redis.Redis) -> None:
+    from rqfast.worker.waiting import Waiter
+
+    a, b = Queue('a', connection=redis_conn), Queue('b', connection=redis_conn)
+    first, second = a.enqueue(jobs.noop), b.enqueue(jobs.noop)
+    b.enqueue(jobs.noop)
+    waiter = Waiter(redis_conn, ['a', 'b'])
+    try:
+        assert waiter.wait(1) == ('a', first.id)
+    finally:
+        waiter.close()
+    assert redis_conn.lrange('rq:queue:a:intermediate', 0, -1) == [first.id.encode()]
+    assert redis_conn.llen('rq:queue:b:intermediate') == 0
+    assert b.job_ids[0] == second.id and b.count == 2, 'the id moved on b is back at its head'
+
+
+def test_waiter_times_out_with_nothing_moved(redis_conn: redis.Redis) -> None:
+    from rqfast.worker.waiting import Waiter
+
+    waiter = Waiter(redis_conn, ['a', 'b'])
+    started = time.monotonic()
+    try:
+        assert waiter.wait(1) is None
+    finally:
+        waiter.close()
+    assert 0.9 <= time.monotonic() - started < 3
+    assert not redis_conn.keys('rq:queue:*')
+
+
+def test_a_moved_id_is_claimed_out_of_the_intermediate_list(connection: redis.Redis) -> None:
+    from rqfast import engine
+
+    q = Queue('q', connection=connection)
+    job = q.enqueue(jobs.noop)
+    connection.lmove(q.key, q.intermediate_queue_key, 'LEFT', 'RIGHT')
+    claim = engine.claim_job(connection, engine.WorkerRef('w', ['q']), moved=('q', job.id))
+    assert claim.job_id == job.id and connection.llen(q.intermediate_queue_key) == 0
+    assert StartedJobRegistry('q', connection=connection).get_job_ids(cleanup=False) == [job.id]
+    assert job.get_status() == 'started'

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 
 COMMAND_RE = re.compile(rb'\*\d+\r\n\$\d+\r\n([A-Za-z]+)\r\n')
 N, K = 10, 40
+CONNECTION_SETUP = {'HELLO', 'CLIENT', 'SCRIPT', 'SUBSCRIBE', 'AUTH', 'SELECT'}
 
 
 class Counter:
@@ -183,3 +184,15 @@ def test_worker_startup_and_teardown_are_few_round_trips(redis_conn: redis.Redis
     burst(redis_conn, ['q'])()
     counted = count_round_trips(burst(redis_conn, ['q']))
     assert counted.count <= 12, counted.commands
+
+
+def test_an_idle_worker_blocks_instead_of_polling(redis_conn: redis.Redis, count_round_trips: Any) -> None:
+    """Idle for 1 s or for 2 s, the worker sends the same commands: one blocking move, no polling loop."""
+    burst(redis_conn, ['q'])()
+    costs = []
+    for idle in (1, 2):
+        worker = SimpleWorker(['q'], connection=redis_conn)
+        costs.append(count_round_trips(lambda: worker.work(max_idle_time=idle, logging_level='WARNING')))
+    work = [[c for c in cost.commands if c.split()[0] not in CONNECTION_SETUP] for cost in costs]
+    assert work[0] == work[1], work
+    assert work[0].count('BLMOVE') == 1
