@@ -55,7 +55,8 @@ class WorkerProcess:
         self.key = f'rq:worker:{self.name}'
         self.log_path = log_path
         self.log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in stop()
-        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])}
+        path = os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])
+        env = {**os.environ, 'PYTHONPATH': path}
         self.proc = subprocess.Popen([sys.executable, str(HELPER), url, json.dumps(options)],
                                      stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
 

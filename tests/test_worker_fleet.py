@@ -76,7 +76,7 @@ def test_rq_and_rqfast_workers_share_a_queue(redis_url: str, redis_conn: redis.R
         wait_until(done, 40, 'every job to finish')
         counts = {name: {k.decode(): int(v) for k, v in redis_conn.hgetall(f'rq:worker:{name}').items()
                          if k.endswith(b'_job_count')} for name, _ in workers}
-        for name, proc in workers:
+        for name, _ in workers:
             rq.command.send_shutdown_command(redis_conn, name)
         for name, proc in workers:
             assert proc.wait(15) == 0, (tmp_path / f'{name.split("-")[0]}.log').read_text()

@@ -169,9 +169,9 @@ def run_both(conn: redis.Redis, scenario: Scenario, producer: str = 'rq', **work
     conn.flushdb()
     assert dumps['rq'], 'the scenario wrote nothing: it checks nothing'
     assert_same(dumps['rq'], dumps['rqfast'], 'after the run:')
-    for expected, actual in zip(reads['rq']['inside'], reads['rqfast']['inside']):
-        assert_same(expected, actual, 'while the job ran:')
     assert len(reads['rq']['inside']) == len(reads['rqfast']['inside'])
+    for expected, actual in zip(reads['rq']['inside'], reads['rqfast']['inside'], strict=True):
+        assert_same(expected, actual, 'while the job ran:')
     assert reads['rq']['callbacks'] == reads['rqfast']['callbacks']
     assert reads['rq']['db'] == reads['rqfast']['db']
     return reads['rqfast']['db']

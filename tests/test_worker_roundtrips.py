@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -192,7 +193,7 @@ def test_an_idle_worker_blocks_instead_of_polling(redis_conn: redis.Redis, count
     costs = []
     for idle in (1, 2):
         worker = SimpleWorker(['q'], connection=redis_conn)
-        costs.append(count_round_trips(lambda: worker.work(max_idle_time=idle, logging_level='WARNING')))
+        costs.append(count_round_trips(partial(worker.work, max_idle_time=idle, logging_level='WARNING')))
     work = [[c for c in cost.commands if c.split()[0] not in CONNECTION_SETUP] for cost in costs]
     assert work[0] == work[1], work
     assert work[0].count('BLMOVE') == 1

@@ -25,8 +25,7 @@ def main() -> None:
     if options.get('impl', 'rqfast') == 'rq':
         from rq.worker import SimpleWorker
     else:
-        from rqfast.worker import SimpleWorker
-        from rqfast.worker import base
+        from rqfast.worker import SimpleWorker, base
 
         base.IDLE_WAKEUP = options.get('idle_wakeup', base.IDLE_WAKEUP)
     worker = SimpleWorker(options.get('queues', ['q']), name=options.get('name'), connection=connection,

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -253,7 +253,7 @@ class BaseWorker:
             return  # fakeredis: no sockets to listen on
         kwargs = {**pool.connection_kwargs, 'retry': RedisRetry(NoBackoff(), 0)}
         client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class, **kwargs))
-        self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         self._pubsub.subscribe(self.pubsub_channel_name)
         self._pubsub_thread = threading.Thread(target=self._listen, args=(self._pubsub,), name='rqfast-commands',
                                                daemon=True)
@@ -418,7 +418,7 @@ class BaseWorker:
                         self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
                         return None
                     wait = max(1, min(wait, int(left + 0.999)))
-                moved = self._interruptibly(lambda: self._waiter_for().wait(wait))
+                moved = self._interruptibly(self._waiter_for().wait, wait)
             except redis.ConnectionError as exc:
                 self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, backoff)
                 time.sleep(backoff)
@@ -432,13 +432,13 @@ class BaseWorker:
             self._waiter = Waiter(self.connection, list(self._ordered_queues))
         return self._waiter
 
-    def _interruptibly(self, wait: Callable[[], Any]) -> Any:
+    def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
         self._interruptible = True
         try:
             if self._stop_requested:
                 raise StopRequested()
-            return wait()
+            return wait(*args)
         finally:
             self._interruptible = False
 
@@ -446,7 +446,7 @@ class BaseWorker:
         self.log.info('Worker %s: suspended, run `rq resume` to resume', self.name)
         self.set_state(WorkerStatus.SUSPENDED)
         while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
-            self._interruptibly(lambda: time.sleep(1))
+            self._interruptibly(time.sleep, 1)
 
     def _log_dropped(self, claim: engine.Claim) -> None:
         for job_id in claim.dropped:
@@ -637,7 +637,7 @@ class BaseWorker:
     @classmethod
     def all_keys(cls, connection: Redis, queue: Queue | None = None) -> list[str]:
         key = keys.workers_by_queue_key(queue.name) if queue else keys.WORKERS
-        return [_text(m) for m in connection.smembers(key)]  # type: ignore[union-attr]
+        return [_text(m) for m in connection.smembers(key)]
 
     @classmethod
     def count(cls, connection: Redis, queue: Queue | None = None) -> int:
@@ -655,7 +655,7 @@ class BaseWorker:
         if not raw:
             connection.srem(keys.WORKERS, worker_key)
             return None
-        fields = {_text(k): _text(v) for k, v in raw.items()}  # type: ignore[union-attr]
+        fields = {_text(k): _text(v) for k, v in raw.items()}
         queues = [q for q in fields.get('queues', '').split(',') if q]
         worker = cls(queues or ['default'], name=worker_key[len(keys.WORKER_PREFIX):], connection=connection)
         worker._state = WorkerStatus(fields.get('state', 'started'))
