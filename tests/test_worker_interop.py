@@ -9,9 +9,9 @@ Intentional differences, normalised away: the worker hash's `version`, its `ip_a
 port), the measured working times, and the library's own module in pickled Retry objects and in
 the JobTimeoutException of a traceback (rq.timeouts vs rqfast.timeouts). The
 heartbeat TTL of a running job differs by design (rqfast uses RQ's forking rule,
-min(timeout, job_monitoring_interval) + 60, because it heartbeats while jobs run); the mid-run
-comparison uses a timeout equal to the monitoring interval so both rules give the same TTL, and
-tests/test_worker_execution.py checks rqfast's rule on its own.
+min(timeout, job_monitoring_interval) + 60, because it heartbeats while jobs run, where RQ's
+SimpleWorker uses timeout + 60): mid-run dumps check each library's TTLs and expiries against its
+own rule, then compare the rest.
 """
 
 from __future__ import annotations
@@ -106,6 +106,34 @@ def _without_library(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def heartbeat_ttl(library: str, timeout: int, monitoring_interval: int = 30) -> int:
+    """RQ's SimpleWorker: timeout + 60; rqfast (RQ's forking rule): min(timeout, interval) + 60."""
+    return timeout + 60 if library == 'rq' else min(timeout, monitoring_interval) + 60
+
+
+def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
+    """A mid-run dump with the heartbeat TTLs (and the expiries they set) checked against `library`'s rule."""
+    started = [e['value'] for k, e in dump.items() if k.startswith('rq:job:') and e['type'] == 'hash'
+               and e['value'].get('status') == 'started']
+    assert len(started) == 1, 'one job runs'
+    ttl = heartbeat_ttl(library, int(started[0]['timeout']))
+
+    def checked(near: Any, expected: int, label: str) -> str:
+        assert abs(near.value - expected) <= 2, (library, label, near, expected)
+        return label
+
+    for key, entry in dump.items():
+        if key.startswith('rq:worker:') or key.startswith('rq:execution:'):
+            entry['ttl'] = checked(entry['ttl'], ttl, '<heartbeat ttl>')
+        elif key.startswith('rq:executions:'):
+            entry['ttl'] = checked(entry['ttl'], ttl + 60, '<heartbeat ttl + 60>')
+            entry['value'] = [[m, checked(score, ttl + 60, '<now + heartbeat ttl + 60>')]
+                              for m, score in entry['value']]
+        elif key.startswith('rq:wip:'):
+            entry['value'] = [[m, checked(score, ttl, '<now + heartbeat ttl>')] for m, score in entry['value']]
+    return dump
+
+
 def read_back(conn: redis.Redis, ids: list[str]) -> dict[str, Any]:
     """What rq's API sees: each job's status, result and dates, the registries, the workers."""
     seen: dict[str, Any] = {}
@@ -163,7 +191,8 @@ def run_both(conn: redis.Redis, scenario: Scenario, producer: str = 'rq', **work
         dumps[name] = normalize_run(normalize(snapshot(conn), id_map))
         reads[name] = {
             'db': read_back(conn, ids),
-            'inside': [normalize_run(normalize(s, id_map)) for s in worker_jobs.SNAPSHOTS],
+            'inside': [heartbeat_normalized(normalize_run(normalize(s, id_map)), name)
+                       for s in worker_jobs.SNAPSHOTS],
             'callbacks': list(jobs.CALLBACK_CALLS),
         }
     conn.flushdb()
@@ -227,6 +256,8 @@ SINGLE: dict[str, Scenario] = {
     'current_job': one(jobs.current_job_id),
     'no_timeout': one(jobs.add, 1, 1, job_timeout=-1),
     'mid_run_snapshot': one(worker_jobs.snapshot_inside, job_timeout=30),
+    'mid_run_snapshot_default_timeout': one(worker_jobs.snapshot_inside),
+    'mid_run_snapshot_short_timeout': one(worker_jobs.snapshot_inside, job_timeout=10),
     'cancel_self': one(worker_jobs.cancel_self),
 }
 
