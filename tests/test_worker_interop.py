@@ -66,8 +66,8 @@ Scenario = Callable[[Any, redis.Redis], list[str]]
 # Harness
 
 
-def run_worker(name: str, conn: redis.Redis, **worker_kwargs: Any) -> Any:
-    worker = WORKERS[name](['q'], name='w', connection=conn, **worker_kwargs)
+def run_worker(name: str, conn: redis.Redis, queues: tuple[str, ...] = ('q',), **worker_kwargs: Any) -> Any:
+    worker = WORKERS[name](list(queues), name='w', connection=conn, **worker_kwargs)
     worker.work(burst=True, logging_level='WARNING')
     return worker
 
@@ -107,8 +107,10 @@ def _without_library(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def heartbeat_ttl(library: str, timeout: int, monitoring_interval: int = 30) -> int:
-    """RQ's SimpleWorker: timeout + 60; rqfast (RQ's forking rule): min(timeout, interval) + 60."""
-    return timeout + 60 if library == 'rq' else min(timeout, monitoring_interval) + 60
+    """RQ's SimpleWorker: timeout + 60 (420 with none); rqfast (RQ's forking rule): min(timeout, interval) + 60."""
+    if library == 'rq':
+        return 420 if timeout == -1 else timeout + 60
+    return monitoring_interval + 60 if timeout == -1 else min(timeout, monitoring_interval) + 60
 
 
 def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
@@ -258,6 +260,7 @@ SINGLE: dict[str, Scenario] = {
     'mid_run_snapshot': one(worker_jobs.snapshot_inside, job_timeout=30),
     'mid_run_snapshot_default_timeout': one(worker_jobs.snapshot_inside),
     'mid_run_snapshot_short_timeout': one(worker_jobs.snapshot_inside, job_timeout=10),
+    'mid_run_snapshot_no_timeout': one(worker_jobs.snapshot_inside, job_timeout=-1),
     'cancel_self': one(worker_jobs.cancel_self),
 }
 
@@ -472,6 +475,20 @@ def test_many_jobs_in_order_write_what_rq_writes(redis_conn: redis.Redis) -> Non
 
     seen = run_both(redis_conn, scenario)
     assert len(seen['registries']['finished']) == 8 and len(seen['registries']['failed']) == 6
+
+
+def test_several_queues_write_what_rq_writes(redis_conn: redis.Redis) -> None:
+    """A worker on two queues: no intermediate list in RQ (LPOP), priority order, the worker hash's queues."""
+
+    def scenario(impl: Any, conn: redis.Redis) -> list[str]:
+        high, low = impl.Queue('high', connection=conn), impl.Queue('low', connection=conn)
+        low.enqueue(jobs.add, 1, 1, job_id='low-1')
+        high.enqueue(jobs.div_by_zero, job_id='high-bad')
+        high.enqueue(worker_jobs.snapshot_inside, job_id='high-look', job_timeout=30)
+        low.enqueue(jobs.noop, job_id='low-2', depends_on='high-look')
+        return ['low-1', 'high-bad', 'high-look', 'low-2']
+
+    run_both(redis_conn, scenario, queues=('high', 'low'))
 
 
 # ---------------------------------------------------------------------------------------------------
