@@ -16,8 +16,15 @@ own rule, then compare the rest.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -505,3 +512,52 @@ def test_rq_worker_runs_what_rqfast_enqueued(redis_conn: redis.Redis) -> None:
     assert bad.get_status() == 'failed' and 'ZeroDivisionError' in (bad.exc_info or '')
     assert child.get_status() == 'finished'
     assert rqfast.Job.fetch(ok.id, connection=redis_conn).worker_name == 'w'
+
+
+# ---------------------------------------------------------------------------------------------------
+# Registration: an idle worker's birth and its death, each library in a process of its own
+
+
+def _worker_process(redis_url: str, impl: str, log: Path) -> subprocess.Popen[bytes]:
+    helper = Path(__file__).with_name('worker_process.py')
+    options = {'impl': impl, 'name': 'w', 'queues': ['q', 'other'], 'work': {'logging_level': 'WARNING'}}
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(helper.parent.parent), os.environ.get('PYTHONPATH', '')])}
+    with open(log, 'wb') as out:
+        return subprocess.Popen([sys.executable, str(helper), redis_url, json.dumps(options)], stdout=out,
+                                stderr=subprocess.STDOUT, env=env)
+
+
+def _registration_dump(conn: redis.Redis) -> dict[str, Any]:
+    dump = normalize_run(normalize(snapshot(conn)))
+    dump.pop('rq:clean_registries:q', None)  # a maintenance lock, taken at different moments
+    dump.pop('rq:clean_registries:other', None)
+    fields = dump['rq:worker:w']['value']
+    assert fields['pid'].isdigit()
+    fields['pid'] = '<pid>'
+    return dump
+
+
+def test_idle_worker_registration_and_death_match_rq(redis_url: str, redis_conn: redis.Redis,
+                                                     tmp_path: Path) -> None:
+    dumps: dict[str, list[dict[str, Any]]] = {}
+    for impl in WORKERS:
+        redis_conn.flushdb()
+        proc = _worker_process(redis_url, impl, tmp_path / f'{impl}.log')
+        try:
+            deadline = time.monotonic() + 15
+            while redis_conn.hget('rq:worker:w', 'state') != b'idle':
+                assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / f'{impl}.log').read_text()
+                time.sleep(0.02)
+            time.sleep(0.3)  # RQ's start-up maintenance pass ends
+            idle = _registration_dump(redis_conn)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        dumps[impl] = [idle, _registration_dump(redis_conn)]
+    for what, expected, actual in zip(('idle:', 'dead:'), dumps['rq'], dumps['rqfast'], strict=True):
+        assert_same(expected, actual, what)
+    assert dumps['rqfast'][0]['rq:workers']['value'] == ['rq:worker:w']
+    assert dumps['rqfast'][0]['rq:worker:w']['value']['queues'] == 'q,other'
