@@ -1,0 +1,126 @@
+"""python -m bench [--quick] [--runs N] [--only SCENARIO,...] [--out DIR]
+
+Measures rqfast and RQ (and BullMQ, if installed) against the same private redis-server in one
+run and prints a markdown table, also written to bench/results/<date>-<host>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import report
+from bench.counting import REPO_ROOT
+from bench.libs import bullmq_version, load_lib
+from bench.redis_server import PrivateRedis, Target
+from bench.runner import Participant, Results, run_scenario
+from bench.scales import FULL, QUICK
+from bench.scenarios import Scenario, build
+
+DEFAULT_OUT = Path(__file__).resolve().parent / 'results'
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog='python -m bench', description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--quick', action='store_true', help='small scales: under 2 minutes')
+    parser.add_argument('--runs', type=int, default=5, help='runs per timed row and library (default 5)')
+    parser.add_argument('--only', help='comma-separated scenarios or prefixes (e.g. noop,io-10); see --list')
+    parser.add_argument('--list', action='store_true', help='list the scenarios and exit')
+    parser.add_argument('--out', type=Path, help='directory for the results file (default bench/results)')
+    parser.add_argument('--no-bullmq', action='store_true', help='skip BullMQ even if it is installed')
+    parser.add_argument(
+        '--no-pin', action='store_true', help='do not pin redis-server and the workers to different CPUs'
+    )
+    parser.add_argument(
+        '--redis-url',
+        help='measure against this server instead of a private one; '
+        'the bench FLUSHes its database and resets its stats, so it needs --i-own-this-redis',
+    )
+    parser.add_argument('--i-own-this-redis', action='store_true', help=argparse.SUPPRESS)
+    # Tests the harness: RQ runs in the rqfast column too, so every ratio should be near 1.
+    parser.add_argument('--self-test', action='store_true', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.redis_url and not args.i_own_this_redis:
+        parser.error(
+            "--redis-url: RQ's keys have a fixed 'rq:' prefix, so the bench must FLUSHDB that "
+            'database and CONFIG RESETSTAT the server between runs. Pass --i-own-this-redis if '
+            'nothing else uses it, or leave --redis-url out to use a private redis-server.'
+        )
+    if args.runs < 1:
+        parser.error('--runs must be at least 1')
+    return args
+
+
+def selected(scenarios: list[Scenario], only: str | None) -> list[Scenario]:
+    if not only:
+        return scenarios
+    wanted = [name.strip() for name in only.split(',') if name.strip()]
+    chosen = [s for s in scenarios if any(s.name == w or s.name.startswith(w + '-') for w in wanted)]
+    if not chosen:
+        raise SystemExit(f'--only {only}: no such scenario; try --list')
+    return chosen
+
+
+def participants(self_test: bool, no_bullmq: bool) -> tuple[list[Participant], str | None]:
+    people = [
+        Participant('rq', load_lib('rq', 'rq')),
+        Participant('rqfast', load_lib('rqfast', 'rq' if self_test else 'rqfast')),
+    ]
+    bull = bullmq_version()
+    if no_bullmq:
+        people.append(Participant('bullmq', missing='skipped (--no-bullmq)'))
+    else:
+        people.append(Participant('bullmq', missing=None if bull else 'not installed'))
+    return people, bull
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    scale = QUICK if args.quick or args.self_test else FULL
+    # Spawned work horses (SpawnWorker) start a new interpreter: let it find bench.jobs too.
+    os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get('PYTHONPATH')) if p)
+    usable = report.usable_cpus()  # before pinning narrows it
+    server = None if args.redis_url else PrivateRedis()
+    pinning = 'not pinned (--no-pin)' if args.no_pin else 'not pinned (--redis-url)'
+    if server is not None and not args.no_pin:
+        pinning = server.pin_apart()
+    try:
+        target = Target(args.redis_url or server.url)  # type: ignore[union-attr]
+        scenarios = selected(build(scale, target), args.only)
+        if args.list:
+            print('\n'.join(f'{s.name:<14} {s.rows[0].label}' for s in scenarios))
+            return 0
+        people, bull = participants(args.self_test, args.no_bullmq)
+        where = "user's server" if args.redis_url else f'private redis-server on 127.0.0.1:{target.port}'
+        facts = report.machine_facts(target.version, where, people, bull, scale.name, args.runs, usable)
+        facts.append(('CPU pinning', pinning))
+        if args.self_test:
+            facts.append(('self-test', 'the rqfast column runs RQ: ratios near 1.00 show the harness is fair'))
+        started = time.monotonic()
+        results: Results = {}
+        for number, scenario in enumerate(scenarios, 1):
+            print(f'[{number}/{len(scenarios)}] {scenario.name}', file=sys.stderr, flush=True)
+            results.update(run_scenario(scenario, people, args.runs, target, scale.timeout))
+        body = report.table(scenarios, results, people)
+        text = report.document(
+            facts, body, report.notes(scenarios, results, people), args.runs, time.monotonic() - started
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    print(text)
+    # A self-test's figures are not results: they go to the temp directory unless --out says otherwise.
+    default_out = Path(tempfile.gettempdir()) / 'bench-self-test' if args.self_test else DEFAULT_OUT
+    path = report.write(args.out or default_out, text)
+    print(f'written to {path}', file=sys.stderr)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The job functions every library runs; imported as ``bench.jobs`` so workers and horses can find them."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+CPU_OPERATIONS = 1000
+IO_SLEEP_SECONDS = 0.010
+
+
+def noop() -> None:
+    """Does nothing: what is left is the queue's own cost."""
+
+
+def cpu() -> float:
+    """1,000 sin/cos operations (500 of each)."""
+    total = 0.0
+    for i in range(CPU_OPERATIONS // 2):
+        total += math.sin(i) * math.cos(i)
+    return total
+
+
+def io_sleep() -> None:
+    """Stands for a 10 ms call to another service."""
+    time.sleep(IO_SLEEP_SECONDS)
+
+
+# BullMQ processors are coroutines called as processor(job, token); they route on the job's name.
+
+
+async def bull_processor(job: Any, token: str) -> Any:
+    if job.name == 'cpu':
+        return cpu()
+    if job.name == 'io_sleep':
+        await asyncio.sleep(IO_SLEEP_SECONDS)
+    return None
+
+
+RQ_JOBS = {'noop': noop, 'cpu': cpu, 'io_sleep': io_sleep}

@@ -1,0 +1,158 @@
+"""The report: machine facts, the markdown table, and the results file."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import socket
+import statistics
+from pathlib import Path
+
+from bench.runner import Cell, Participant, Results
+from bench.scenarios import Row, Scenario
+
+
+def cpu_model() -> str:
+    try:
+        with open('/proc/cpuinfo') as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return 'not installed'
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (a container may allow fewer than the machine has)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+
+
+def machine_facts(
+    redis_version: str,
+    redis_where: str,
+    people: list[Participant],
+    bullmq: str | None,
+    mode: str,
+    runs: int,
+    usable: int,
+) -> list[tuple[str, str]]:
+    facts = [
+        ('host', socket.gethostname()),
+        ('date', datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')),
+        ('cores', f'{os.cpu_count()} ({usable} usable by the bench)'),
+        ('CPU', cpu_model()),
+        ('OS', f'{platform.system()} {platform.release()}'),
+        ('load average at start', ' '.join(f'{x:.2f}' for x in os.getloadavg())),
+        ('Python', f'{platform.python_implementation()} {platform.python_version()}'),
+        ('Redis', f'{redis_version} ({redis_where})'),
+        ('redis-py', _version('redis')),
+        ('hiredis', _version('hiredis')),
+    ]
+    for who in people:
+        if who.lib is not None:
+            facts.append((who.lib.label, f'{who.lib.version} (module {who.lib.module_name})'))
+    facts.append(('bullmq', bullmq or 'not installed'))
+    facts.append(('mode', f'{mode}, {runs} runs per timed row'))
+    return facts
+
+
+def _fmt(value: float, row: Row) -> str:
+    return f'{value:,.{row.digits}f}'
+
+
+def _cell_text(cell: Cell, row: Row) -> str:
+    if cell.note is not None:
+        return 'n/a' if cell.note.startswith('n/a') else cell.note.split(':')[0]
+    if not cell.values:
+        return '—'
+    if len(cell.values) == 1:
+        return _fmt(cell.values[0], row)
+    mid = statistics.median(cell.values)
+    return f'{_fmt(mid, row)} ({_fmt(min(cell.values), row)}–{_fmt(max(cell.values), row)})'
+
+
+def _ratio(cell: Cell, base: Cell) -> str:
+    if cell.note or base.note or not cell.values or not base.values:
+        return '—'
+    denominator = statistics.median(base.values)
+    if denominator == 0:
+        return '—'
+    return f'{statistics.median(cell.values) / denominator:.2f}×'
+
+
+def table(scenarios: list[Scenario], results: Results, people: list[Participant]) -> str:
+    base = people[0].label  # rq
+    headers = ['Scenario', 'Unit']
+    for who in people:
+        headers.append(who.label if who.label != 'bullmq' else 'BullMQ')
+        if who.label != base:
+            headers.append(f'{headers[-1]} / {base}')
+    lines = ['| ' + ' | '.join(headers) + ' |', '|' + '---|' * 2 + '---:|' * (len(headers) - 2)]
+    for scenario in scenarios:
+        for row in scenario.rows:
+            cells = results.get(row.key)
+            if cells is None:
+                continue
+            parts = [row.label, row.unit]
+            for who in people:
+                parts.append(_cell_text(cells[who.label], row))
+                if who.label != base:
+                    parts.append(_ratio(cells[who.label], cells[base]))
+            lines.append('| ' + ' | '.join(parts) + ' |')
+    return '\n'.join(lines)
+
+
+def notes(scenarios: list[Scenario], results: Results, people: list[Participant]) -> list[str]:
+    """One line per distinct reason a cell has no figure, naming the rows it applies to."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for scenario in scenarios:
+        if not any(row.key in results for row in scenario.rows):
+            continue
+        for who in people:
+            note = results[scenario.rows[0].key][who.label].note
+            if note and note != '—':
+                grouped.setdefault((who.label, note), []).append(scenario.name)
+    lines = []
+    for (label, note), names in grouped.items():
+        first_line = note.splitlines()[0]
+        lines.append(f'- {label} ({", ".join(names)}): {first_line}')
+    return lines
+
+
+def document(facts: list[tuple[str, str]], body: str, note_lines: list[str], runs: int, elapsed: float) -> str:
+    parts = ['# rqfast benchmark', '']
+    parts += [f'- {name}: {value}' for name, value in facts]
+    parts += [f'- bench runtime: {elapsed:.0f} s', '', body, '']
+    parts += [
+        f'Timed rows: median (min–max) of {runs} runs; the libraries take turns run by run (rq, rqfast, '
+        'BullMQ, rq, ...), each run in a fresh process on a freshly flushed Redis (growth rows: on a '
+        "backlog each library filled once). A worker's time runs from work() to the last job's ended_at. "
+        'Ratios divide medians (> 1 means more of the unit: better for ↑ rows, worse for ↓ rows). Counted '
+        'and memory rows are single runs. — : no equivalent in that library. See bench/README.md.',
+    ]
+    if note_lines:
+        parts += ['', 'Cells without a figure:', *note_lines]
+    return '\n'.join(parts) + '\n'
+
+
+def write(out_dir: Path, text: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    day = datetime.date.today().isoformat()
+    stem = f'{day}-{socket.gethostname()}'
+    path = out_dir / f'{stem}.md'
+    number = 1
+    while path.exists():  # never overwrite an earlier run of the same day
+        number += 1
+        path = out_dir / f'{stem}-{number}.md'
+    path.write_text(text)
+    return path

@@ -1,0 +1,69 @@
+"""How many jobs each row uses. Edit here to trade precision for time.
+
+Budget: the quick scale finishes in under 2 minutes on a 2-core machine, the full one in under 15.
+RQ's forking Worker (~100 jobs/s), its SpawnWorker (~8 jobs/s), 50 worker processes sharing one
+core, and the memory row (100k jobs through RQ's SimpleWorker) dominate the time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRODUCERS = 10
+IO_CONCURRENCY = (10, 50)
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    bulk: int  # jobs in one enqueue_many / addBulk call
+    single: int  # jobs enqueued one by one (sequentially, and split over PRODUCERS processes)
+    noop: int  # no-op jobs for SimpleWorker and BullMQ
+    noop_worker: int  # no-op jobs for the forking Worker
+    noop_spawn: int  # no-op jobs for SpawnWorker
+    cpu: int
+    io: int  # 10 ms jobs, at each IO_CONCURRENCY
+    count_simple: int  # jobs in the counted runs (round trips, commands)
+    count_worker: int
+    count_spawn: int
+    backlogs: tuple[int, ...]  # queue lengths for the growth rows
+    window: int  # jobs timed per growth run, taken off the front of the backlog
+    memory_jobs: int  # jobs before the worker's memory is read
+    timeout: float  # seconds before one run is abandoned and its cell shows an error
+
+
+QUICK = Scale(
+    name='quick',
+    bulk=5_000,
+    single=1_000,
+    noop=300,
+    noop_worker=30,
+    noop_spawn=5,
+    cpu=150,
+    io=200,
+    count_simple=100,
+    count_worker=20,
+    count_spawn=4,
+    backlogs=(1_000, 10_000),
+    window=150,
+    memory_jobs=5_000,
+    timeout=60,
+)
+
+FULL = Scale(
+    name='full',
+    bulk=50_000,
+    single=5_000,
+    noop=1_000,
+    noop_worker=200,
+    noop_spawn=30,
+    cpu=1_000,
+    io=1_000,
+    count_simple=500,
+    count_worker=100,
+    count_spawn=20,
+    backlogs=(1_000, 10_000, 100_000),
+    window=500,
+    memory_jobs=100_000,
+    timeout=900,
+)

@@ -1,0 +1,165 @@
+"""What is measured: every scenario, its table rows, and the function each library runs for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench import bull_side, counting, rq_side
+from bench.libs import Lib
+from bench.redis_server import Target
+from bench.scales import IO_CONCURRENCY, PRODUCERS, Scale
+
+RqMeasure = Callable[[Lib], Any]  # returns a float (one row) or {row key: float}
+BullMeasure = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool = True
+    digits: int = 0
+
+
+@dataclass
+class Scenario:
+    name: str  # for --only
+    rows: list[Row]
+    rq: RqMeasure | None
+    bull: BullMeasure | None = None
+    once: bool = False  # counted rows: one run each, they do not vary like timings
+    prepare_rq: Callable[[Lib, int], None] | None = None  # (lib, runs), once per library before the runs
+    flush_each_run: bool = True
+
+
+def _k(n: int) -> str:
+    return f'{n // 1000}k' if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+def _counted_rows(worker_class: str, bull_note: str) -> list[Row]:
+    tag = f'{worker_class}{bull_note}'
+    return [
+        Row(f'rt-{worker_class}', f'round trips per job: {tag}', 'writes/job ↓', False, 1),
+        Row(f'cmd-{worker_class}', f'Redis commands per job: {tag}', 'commands/job ↓', False, 1),
+        Row(f'lua-{worker_class}', f'script calls per job: {tag}', 'EVAL(SHA)/job', False, 1),
+    ]
+
+
+def _counted(worker_class: str, count: int, timeout: float, target: Target) -> RqMeasure:
+    def measure(lib: Lib) -> dict[str, float]:
+        found = counting.rq_per_job(lib, target, worker_class, count, timeout)
+        return {
+            f'rt-{worker_class}': found['round_trips'],
+            f'cmd-{worker_class}': found['commands'],
+            f'lua-{worker_class}': found['scripts'],
+        }
+
+    return measure
+
+
+def _bull_counted(count: int, timeout: float, target: Target) -> BullMeasure:
+    def measure() -> dict[str, float]:
+        found = counting.bull_per_job(target, count, timeout)
+        return {
+            'rt-SimpleWorker': found['round_trips'],
+            'cmd-SimpleWorker': found['commands'],
+            'lua-SimpleWorker': found['scripts'],
+        }
+
+    return measure
+
+
+JOBS_PER_S = 'jobs/s ↑'
+
+
+def _timed(name: str, label: str, rq: RqMeasure, bull: BullMeasure | None = None, **options: Any) -> Scenario:
+    """A scenario with one jobs/s row whose key is its name."""
+    return Scenario(name, [Row(name, label, JOBS_PER_S)], rq, bull, **options)
+
+
+def build(scale: Scale, target: Target) -> list[Scenario]:
+    s, t, timeout = scale, target, scale.timeout
+    scenarios = [
+        _timed(
+            'bulk',
+            f'bulk insert, {s.bulk:,} jobs (enqueue_many / addBulk)',
+            lambda lib: rq_side.bulk_insert(lib, t, s.bulk),
+            lambda: bull_side.bulk_insert(t, s.bulk),
+        ),
+        _timed(
+            'single',
+            f'single insert, {s.single:,} jobs, 1 producer (enqueue / add)',
+            lambda lib: rq_side.single_insert(lib, t, s.single),
+            lambda: bull_side.single_insert(t, s.single),
+        ),
+        _timed(
+            'producers',
+            f'single insert, {s.single:,} jobs, {PRODUCERS} producer processes',
+            lambda lib: rq_side.concurrent_insert(lib, t, s.single, PRODUCERS, timeout),
+            lambda: bull_side.concurrent_insert(t, s.single, PRODUCERS, timeout),
+        ),
+        _timed(
+            'noop-simple',
+            f'no-op jobs ({s.noop:,}): SimpleWorker (BullMQ: concurrency 10)',
+            lambda lib: rq_side.worker_rate(lib, t, 'SimpleWorker', 'noop', s.noop),
+            lambda: bull_side.worker_rate(t, 'noop', s.noop, 10, timeout),
+        ),
+        _timed(
+            'noop-worker',
+            f'no-op jobs ({s.noop_worker:,}): Worker, fork per job',
+            lambda lib: rq_side.worker_rate(lib, t, 'Worker', 'noop', s.noop_worker),
+        ),
+        _timed(
+            'noop-spawn',
+            f'no-op jobs ({s.noop_spawn:,}): SpawnWorker, spawn per job',
+            lambda lib: rq_side.worker_rate(lib, t, 'SpawnWorker', 'noop', s.noop_spawn),
+        ),
+        _timed(
+            'cpu',
+            f'CPU jobs ({s.cpu:,} x 1,000 sin/cos): SimpleWorker (BullMQ: concurrency 1)',
+            lambda lib: rq_side.worker_rate(lib, t, 'SimpleWorker', 'cpu', s.cpu),
+            lambda: bull_side.worker_rate(t, 'cpu', s.cpu, 1, timeout),
+        ),
+    ]
+    scenarios += [_io_scenario(procs, s.io, t, timeout) for procs in IO_CONCURRENCY]
+    bull_counts = _bull_counted(s.count_simple, timeout, t)
+    for name, worker_class, count, bull in (
+        ('counts-simple', 'SimpleWorker', s.count_simple, bull_counts),
+        ('counts-worker', 'Worker', s.count_worker, None),
+        ('counts-spawn', 'SpawnWorker', s.count_spawn, None),
+    ):
+        rows = _counted_rows(worker_class, ' (BullMQ: Worker, concurrency 1)' if bull else '')
+        scenarios.append(Scenario(name, rows, _counted(worker_class, count, timeout, t), bull, once=True))
+    for backlog in s.backlogs:
+        scenarios.append(
+            _timed(
+                f'growth-{_k(backlog)}',
+                f'no-op, {_k(backlog)} jobs queued: SimpleWorker, next {s.window:,} jobs',
+                lambda lib: rq_side.backlog_rate(lib, t, s.window),
+                prepare_rq=lambda lib, runs, backlog=backlog: rq_side.fill_backlog(lib, t, backlog + s.window * runs),
+                flush_each_run=False,
+            )
+        )
+    memory_rows = [
+        Row('rss-start', 'SimpleWorker resident memory at start', 'MiB ↓', False, 1),
+        Row('rss-end', f'SimpleWorker resident memory after {s.memory_jobs:,} no-op jobs', 'MiB ↓', False, 1),
+    ]
+    scenarios.append(Scenario('memory', memory_rows, lambda lib: _memory(lib, t, s.memory_jobs, timeout), once=True))
+    return scenarios
+
+
+def _io_scenario(procs: int, count: int, target: Target, timeout: float) -> Scenario:
+    return _timed(
+        f'io-{procs}',
+        f'10 ms I/O jobs ({count:,}): {procs} SimpleWorker processes (BullMQ: concurrency {procs})',
+        lambda lib: rq_side.concurrent_rate(lib, target, 'io_sleep', count, procs, timeout),
+        lambda: bull_side.worker_rate(target, 'io_sleep', count, procs, timeout),
+    )
+
+
+def _memory(lib: Lib, target: Target, count: int, timeout: float) -> dict[str, float]:
+    found = counting.rq_memory(lib, target, count, timeout)
+    return {'rss-start': found['rss_start'], 'rss-end': found['rss_end']}
