@@ -25,7 +25,7 @@ class Lib:
 
     def cls(self, name: str) -> Any:
         if self.module is None:
-            raise NotAvailable(f'import {self.module_name} failed')
+            raise NotAvailable(f'import {self.module_name} failed: {self.import_error}')
         found = getattr(self.module, name, None)
         if found is None:
             raise NotAvailable(f'{self.module_name} has no {name}')

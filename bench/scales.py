@@ -38,7 +38,7 @@ QUICK = Scale(
     single=1_000,
     noop=300,
     noop_worker=30,
-    noop_spawn=5,
+    noop_spawn=4,
     cpu=150,
     io=200,
     count_simple=100,
@@ -46,7 +46,7 @@ QUICK = Scale(
     count_spawn=4,
     backlogs=(1_000, 10_000),
     window=150,
-    memory_jobs=5_000,
+    memory_jobs=3_000,
     timeout=60,
 )
 
