@@ -325,9 +325,16 @@ class BaseWorker:
         signal.signal(signal.SIGINT, self.request_force_stop)
         signal.signal(signal.SIGTERM, self.request_force_stop)
         if self._in_flight:
-            self.connection.hset(self.key, 'shutdown_requested_date', utcformat(self._shutdown_requested_date))
+            # not from the handler: the interrupted thread may hold the connection pool's lock
+            threading.Thread(target=self._record_shutdown_request, name='rqfast-shutdown', daemon=True).start()
         elif self._interruptible:
             raise StopRequested()  # only out of a blocking wait: never between a claim and its record
+
+    def _record_shutdown_request(self) -> None:
+        try:
+            self.connection.hset(self.key, 'shutdown_requested_date', utcformat(self._shutdown_requested_date or now()))
+        except redis.RedisError as exc:
+            self.log.warning('Worker %s: could not record the shutdown request: %s', self.name, exc)
 
     def request_force_stop(self, signum: int, frame: Any) -> None:
         if self._shutdown_requested_date and (now() - self._shutdown_requested_date).total_seconds() < 1:
