@@ -3,6 +3,8 @@
 Every socket write of redis-py goes through `Connection.send_packed_command`, so the number of calls is
 the number of round trips. A burst run of N jobs and one of N + K jobs differ only by K jobs in the
 steady state (startup and teardown cancel out), so (cost(N + K) - cost(N)) / K is the cost of one job.
+Writes from the side threads (heartbeat, maintenance, the command listener) and connection set-ups
+(a handshake per new pooled connection) are left out: they are costs per interval and per connection.
 RQ's SimpleWorker spends 18 round trips on a successful job and 20 on a failed one; rqfast's budget
 is 1 and at most 2.
 """
@@ -42,6 +44,12 @@ class Counter:
     @property
     def count(self) -> int:
         return len(self.commands)
+
+    @property
+    def steady(self) -> int:
+        """Without connection set-ups: a side thread holding a pooled connection makes the main thread open
+        one more now and then (HELLO, CLIENT SETINFO), a cost per connection, not per job."""
+        return sum(c.split()[0] not in CONNECTION_SETUP for c in self.commands)
 
 
 @pytest.fixture
@@ -95,7 +103,7 @@ def per_job(conn: redis.Redis, count_round_trips: Any, enqueue: Callable[[int], 
         enqueue(n)
         costs.append(count_round_trips(burst(conn, queues)))
         assert sum(rqfast.Queue(q, connection=conn).count for q in queues) == 0
-    return (costs[1].count - costs[0].count) / K, costs[0], costs[1]
+    return (costs[1].steady - costs[0].steady) / K, costs[0], costs[1]
 
 
 def test_successful_job_costs_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any) -> None:
@@ -176,7 +184,7 @@ def test_dequeue_strategies_cost_one_round_trip(redis_conn: redis.Redis, count_r
         redis_conn.flushdb()
         for i in range(n):
             rqfast.Queue(queues[i % 2], connection=redis_conn).enqueue(jobs.noop)
-        costs.append(count_round_trips(burst(redis_conn, queues, dequeue_strategy=strategy)).count)
+        costs.append(count_round_trips(burst(redis_conn, queues, dequeue_strategy=strategy)).steady)
     assert (costs[1] - costs[0]) / K == 1, costs
 
 
