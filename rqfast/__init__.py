@@ -6,18 +6,21 @@ from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
 from .repeat import Repeat
 from .version import VERSION
-from .worker import SimpleWorker
+from .worker import ForkingWorker, SimpleWorker, SpawnWorker, Worker
 
 __version__ = VERSION
 
 __all__ = [
     'VERSION',
     'Callback',
+    'ForkingWorker',
     'Job',
     'Queue',
     'Repeat',
     'Retry',
     'SimpleWorker',
+    'SpawnWorker',
+    'Worker',
     'cancel_job',
     'get_current_job',
     'requeue_job',

@@ -6,7 +6,6 @@ The field encoding lives in jobhash.py; the writes that change a job's state are
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import re
@@ -17,8 +16,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from redis import Redis
-
 from . import keys, scripts
 from .exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
 from .imports import function_reference, import_attribute
@@ -27,6 +24,8 @@ from .serializers import resolve_serializer
 from .timeouts import parse_timeout
 
 if TYPE_CHECKING:
+    from redis import Redis
+
     from .results import Result
 
 JOB_ID_PATTERN = re.compile(r'[A-Za-z0-9_-]+')
@@ -604,6 +603,8 @@ class Job:
     def _execute(self) -> Any:
         result = self.func(*self.args, **self.kwargs)
         if inspect.isawaitable(result):
+            import asyncio  # here: a horse that runs no coroutine need not import asyncio
+
             result = asyncio.run(_await(result))
         return result
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from redis import Redis
-from redis.exceptions import NoScriptError
+from typing import TYPE_CHECKING, Any
 
 from . import keys
+
+if TYPE_CHECKING:  # annotations only: a job horse that never touches Redis does not import redis-py
+    from redis import Redis
 
 _SEARCH_PATH = (
     Path(__file__).resolve().parent / 'lua',  # installed: the wheel ships them as rqfast/lua/
@@ -43,7 +43,11 @@ class Script:
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         try:
             return connection.evalsha(self.sha, 0, keys.PREFIX, *args)
-        except NoScriptError:
+        except Exception as exc:
+            from redis.exceptions import NoScriptError
+
+            if not isinstance(exc, NoScriptError):
+                raise
             connection.script_load(self.source)
             return connection.evalsha(self.sha, 0, keys.PREFIX, *args)
 

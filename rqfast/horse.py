@@ -1,0 +1,293 @@
+"""The work horse's side: wait for one job, run it in this process, and tell the worker how it ended.
+
+A horse (forked by the Worker's breeder, or a SpawnWorker child, see spawn_main) gets ready before
+its job exists, reads the job from a pipe (serve_one_job), runs it and writes back a Report. The
+worker does all the Redis bookkeeping, so a horse makes no round trip unless the job itself uses
+Redis. This module imports only what running a job needs (not the worker, not redis-py), so a
+spawned child stays small. Messages on the pipes are length-prefixed pickles.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .execution import ExceptionHandler, fail_job, run_job
+from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+_HEADER = struct.Struct('!Q')
+_BUILD_LOCK = threading.Lock()
+
+# redis-py 8 keeps per-pool runtime state (handlers holding locks, original addresses) among the
+# connection kwargs; a child builds its own (the same list as rq.connections).
+_RUNTIME_CONNECTION_KWARGS = (
+    'maint_notifications_config', 'maint_notifications_pool_handler', 'himport_registry', 'event_dispatcher',
+    'orig_host_address', 'orig_socket_timeout', 'orig_socket_connect_timeout',
+)
+
+
+@dataclass
+class Report:
+    """What a horse sends back: the Outcome, with the return value already serialized, and its times."""
+
+    kind: str  # 'success', 'retry' or 'failure'
+    value: Any = None  # success: the serializer's bytes (None for None); retry: the Retry
+    exc_string: str = ''
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    last_heartbeat: datetime | None = None
+    module: str = ''  # where the job's function lives: the next horse may import it while it waits
+
+
+# --- messages
+
+
+def write_message(fd: int, payload: bytes) -> None:
+    view = memoryview(_HEADER.pack(len(payload)) + payload)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_message(fd: int) -> bytes | None:
+    """One whole message, blocking; None at end of file."""
+    header = _read_exactly(fd, _HEADER.size)
+    return None if header is None else _read_exactly(fd, _HEADER.unpack(header)[0])
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b''.join(chunks)
+
+
+class MessageReader:
+    """Collects one message from whatever reads return, for a reader that polls."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.message: bytes | None = None
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        if len(self._buffer) >= _HEADER.size:
+            size = _HEADER.unpack_from(self._buffer)[0]
+            if len(self._buffer) >= _HEADER.size + size:
+                self.message = bytes(self._buffer[_HEADER.size:_HEADER.size + size])
+
+
+def encode_report(report: Report) -> bytes:
+    fields = (report.kind, report.value, report.exc_string, report.started_at, report.ended_at,
+              report.last_heartbeat, report.module)
+    try:
+        return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a Retry subclass that does not pickle
+        failure = ('failure', None, report.exc_string or traceback.format_exc(), *fields[3:])
+        return pickle.dumps(failure, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_report(data: bytes) -> Report:
+    return Report(*pickle.loads(data))
+
+
+# --- the job's connection in the horse: a client of its own, built from the worker's connection
+# settings when the job first uses it. Not the worker's client: in a forked horse, that pool would
+# reset itself on the pid change, but under a lock one of the worker's threads may have held at the
+# fork. Most jobs never touch Redis: their horse builds no pool, and a spawned child never imports
+# redis-py at all.
+
+
+def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...] | bytes | None:
+    """How to build a client like `connection` on a pool of its own (RQ's parse_connection).
+
+    None when it cannot be rebuilt (an exotic pool); `picklable`: as bytes, for a spawned child, so
+    that reading its settings does not import redis-py.
+    """
+    pool = connection.connection_pool
+    kwargs = {key: value for key, value in pool.connection_kwargs.items()
+              if key not in _RUNTIME_CONNECTION_KWARGS and type(value) is not object}
+    recipe = (type(connection), type(pool), pool.connection_class, kwargs)
+    try:
+        _build_client(recipe)  # a throwaway: it connects to nothing
+        return pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL) if picklable else recipe
+    except Exception:
+        return None
+
+
+def _build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
+    client_class, pool_class, connection_class, kwargs = pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
+    if client is None:
+        return client_class(connection_pool=pool_class(connection_class=connection_class, **kwargs))
+    _set_class(client, client_class)
+    client_class.__init__(client, connection_pool=pool_class(connection_class=connection_class, **kwargs))
+    return client
+
+
+_set_class = object.__dict__['__class__'].__set__  # assigns __class__ past LazyClient's property
+
+
+class LazyClient:
+    """The job's connection until first used; then it turns into the real client, class and all.
+
+    Any attribute it lacks (a command, `connection_pool`...) or an isinstance() check builds it.
+    """
+
+    def __init__(self, recipe: tuple[Any, ...] | bytes) -> None:
+        self.__dict__['_recipe'] = recipe
+
+    def _become_client(self) -> None:
+        with _BUILD_LOCK:  # two threads of a job may reach for it at once
+            recipe = self.__dict__.pop('_recipe', None)
+            if recipe is not None:
+                _build_client(recipe, self)
+
+    def __getattr__(self, name: str) -> Any:  # only for attributes the instance lacks
+        self._become_client()
+        if type(self) is LazyClient:  # building it failed
+            raise AttributeError(name)
+        return getattr(self, name)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(connection, Redis) is true: it becomes one
+        self._become_client()
+        return type(self)
+
+
+# --- running the job
+
+
+def serialize_return_value(serializer: Any, value: Any) -> bytes:
+    try:
+        data: bytes = serializer.dumps(value)
+    except Exception:
+        data = serializer.dumps(UNSERIALIZABLE_RETURN_VALUE_PAYLOAD)
+    return data
+
+
+def run_in_horse(job: Any, death_penalty_class: Any, handlers: Sequence[ExceptionHandler],
+                 default_timeout: int) -> Report:
+    """Run the job (its timeout, callbacks and exception handlers included) and say how it ended."""
+    try:
+        outcome = run_job(job, death_penalty_class, handlers, default_timeout=default_timeout)
+    except BaseException:  # SystemExit or KeyboardInterrupt from the job: a failure, as in RQ's horse
+        outcome = fail_job(job, sys.exc_info(), death_penalty_class, handlers)
+    value = outcome.value
+    if outcome.kind == 'success' and value is not None:
+        value = serialize_return_value(job.serializer, value)
+    return Report(outcome.kind, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat,
+                  _module_of(job))
+
+
+def _module_of(job: Any) -> str:
+    try:
+        return getattr(job.func, '__module__', None) or ''
+    except Exception:
+        return ''
+
+
+def preload(module: str) -> None:
+    """Import the module the previous job needed, before this horse knows its job; failures are the job's."""
+    if module:
+        try:
+            importlib.import_module(module)
+        except BaseException:
+            pass
+
+
+def become_horse(worker_name: str) -> None:
+    """Signals and environment of a horse, as RQ sets them: Ctrl+C is the worker's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ['RQ_WORKER_ID'] = worker_name
+
+
+def flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+# --- a horse waiting for its job
+
+
+@dataclass
+class HorseSettings:
+    """What a horse needs from its worker; a spawned child gets it pickled when it starts."""
+
+    worker_name: str
+    client: tuple[Any, ...] | bytes | None  # client_recipe(); None: the job uses the worker's client
+    job_class: Any
+    serializer: Any
+    death_penalty_class: Any
+    exception_handlers: list[Any]
+    default_timeout: int
+
+
+def serve_one_job(job_fd: int, report_fd: int, settings: HorseSettings, module: str = '',
+                  fallback: Redis | None = None) -> None:
+    """Get ready (signals, a client that connects on first use, `module` imported), wait for a job, run it, report.
+
+    Returns when the report is written, or at once if the job pipe closes first (the worker stopped).
+    `fallback`: the client when the worker's cannot be rebuilt (a forked horse has the worker's own).
+    """
+    become_horse(settings.worker_name)
+    preload(module)
+    connection: Any = LazyClient(settings.client) if settings.client is not None else fallback
+    if connection is None:
+        raise RuntimeError('rqfast: the worker\'s Redis connection cannot be rebuilt in a spawned child')
+    payload = read_message(job_fd)
+    if payload is None:
+        return
+    job_id, raw, started_at = pickle.loads(payload)
+    os.environ['RQ_JOB_ID'] = job_id
+    job = _load_job(settings, connection, job_id, raw, started_at)
+    report = run_in_horse(job, settings.death_penalty_class, settings.exception_handlers, settings.default_timeout)
+    flush_stdio()
+    write_message(report_fd, encode_report(report))
+
+
+def _load_job(settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes],
+              started_at: datetime) -> Any:
+    from .job import JobStatus
+
+    job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
+    job.restore(raw)
+    job._status = JobStatus.STARTED
+    job.worker_name = settings.worker_name
+    job.started_at = job.last_heartbeat = started_at
+    return job
+
+
+def spawn_main(job_fd: int, report_fd: int, module: str = '') -> None:
+    """A SpawnWorker child: read the worker's settings (importing what they name), then serve one job."""
+    code = 1
+    try:
+        payload = read_message(job_fd)
+        if payload is not None:
+            settings = pickle.loads(payload)
+            serve_one_job(job_fd, report_fd, settings, module)
+        code = 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        flush_stdio()
+        os._exit(code)

@@ -1,0 +1,132 @@
+"""SpawnWorker: every job runs in a fresh interpreter, for platforms where forking is unsafe (macOS).
+
+Same protocol as the forking Worker, but the horse is a new Python process started with posix_spawn
+(no fork anywhere). Its start-up is hidden: each child is started ahead, imports what running a job
+takes and receives the worker's settings, then waits; when a job comes, a waiting child gets it and
+the next child starts while the job runs. A child runs one job and exits, so isolation is per job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import sys
+from typing import Any
+
+from .. import horse
+from .forking import Horse, Worker
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# python [-S] -c _BOOTSTRAP <job fd> <report fd> <rqfast dir> <module to preload> <site replay> <sys.path...>
+# A child takes the worker's sys.path. When the worker's `site` left nothing behind but that (no
+# import hook from a .pth file), the child skips it (-S): it imports the sitecustomize modules the
+# worker imported, and gets the worker's prefixes and exit()/quit(). Then it imports rqfast.horse
+# without the package's __init__ (which imports the worker, queues and registries); the first
+# `from rqfast import X` in a job runs the real __init__.
+_BOOTSTRAP = '''
+import sys
+def _replay_site(replay):
+    import json, site
+    replay = json.loads(replay)
+    sys.prefix, sys.exec_prefix = replay['prefix'], replay['exec_prefix']
+    site.setquit()
+    for name in replay['modules']:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+def _rqfast_package(directory):
+    import importlib.util, os
+    spec = importlib.util.spec_from_file_location('rqfast', os.path.join(directory, '__init__.py'),
+                                                  submodule_search_locations=[directory])
+    package = importlib.util.module_from_spec(spec)
+    def __getattr__(name):
+        # Dunders and submodules (`from . import keys`) are no reason to run __init__.
+        if name.startswith('__') or os.path.exists(os.path.join(directory, name + '.py')) or \\
+                os.path.isdir(os.path.join(directory, name)):
+            raise AttributeError(name)
+        del package.__getattr__
+        spec.loader.exec_module(package)
+        return getattr(package, name)
+    package.__getattr__ = __getattr__
+    sys.modules['rqfast'] = package
+sys.path[:] = sys.argv[6:] if '' in sys.argv[6:] else [*sys.argv[6:], '']  # RQ's child has its cwd on the path
+if sys.argv[5]:
+    _replay_site(sys.argv[5])
+_rqfast_package(sys.argv[3])
+from rqfast.horse import spawn_main
+spawn_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[4])
+'''
+
+# Import hooks that come with Python, or that only matter to `import distutils` (setuptools' shim).
+_STANDARD_HOOK_MODULES = {'_frozen_importlib', '_frozen_importlib_external', 'zipimport', '_distutils_hack'}
+
+
+def site_replay() -> str:
+    """What a child needs to skip `site` and still see what the worker saw; '' when it must run it."""
+    hooks = [*sys.meta_path, *sys.path_hooks]
+    if sys.flags.no_site or any(getattr(hook, '__module__', None) not in _STANDARD_HOOK_MODULES for hook in hooks):
+        return ''
+    modules = [name for name in ('sitecustomize', 'usercustomize') if name in sys.modules]
+    return json.dumps({'prefix': sys.prefix, 'exec_prefix': sys.exec_prefix, 'modules': modules})
+
+
+class SpawnWorker(Worker):
+    """RQ's SpawnWorker: a new interpreter per job, started ahead of the job."""
+
+    # A child imports only what its own job needs (set True to let it import the last job's module early).
+    preload_job_module = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pickled: bytes | None = None
+
+    def start_horse(self) -> Horse:
+        """Spawn a child; it reads the worker's settings and waits for its job."""
+        job_read, job_write = os.pipe()
+        report_read, report_write = os.pipe()
+        # The child's ends go to fds that none of the four uses; every other fd is close-on-exec.
+        child_job_fd = max(job_read, job_write, report_read, report_write) + 1
+        child_report_fd = child_job_fd + 1
+        replay = site_replay()
+        argv = [sys.executable, *(['-S'] if replay else []), '-c', _BOOTSTRAP, str(child_job_fd),
+                str(child_report_fd), _PACKAGE_DIR, self._preload(), replay, *sys.path]
+        try:
+            pid = os.posix_spawn(sys.executable, argv, dict(os.environ), setpgroup=0, file_actions=[
+                (os.POSIX_SPAWN_DUP2, job_read, child_job_fd),
+                (os.POSIX_SPAWN_DUP2, report_write, child_report_fd),
+            ])
+        except BaseException:
+            for fd in (job_read, job_write, report_read, report_write):
+                os.close(fd)
+            raise
+        os.close(job_read)
+        os.close(report_write)
+        self._open_fds.update((job_write, report_read))
+        try:
+            horse.write_message(job_write, self._pickled_settings())
+        except BrokenPipeError:  # it died at once: taking it as a horse notices
+            pass
+        return Horse(pid, job_write, report_read)
+
+    def _pickled_settings(self) -> bytes:
+        if self._pickled is None:
+            settings = dataclasses.replace(self.horse_settings(), exception_handlers=self._picklable_handlers(),
+                                           client=horse.client_recipe(self.connection, picklable=True))
+            self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
+        return self._pickled
+
+    def _picklable_handlers(self) -> list[Any]:
+        """Exception handlers travel by name; one without a name (a lambda, a closure) cannot run in a child."""
+        handlers = []
+        for handler in self._exc_handlers:
+            try:
+                pickle.dumps(handler)
+                handlers.append(handler)
+            except Exception:
+                self.log.warning('Worker %s: exception handler %r has no importable name, so it does not run in '
+                                 'spawned children', self.name, handler)
+        return handlers
