@@ -569,3 +569,29 @@ def test_a_moved_id_is_claimed_out_of_the_intermediate_list(connection: redis.Re
     assert claim.job_id == job.id and connection.llen(q.intermediate_queue_key) == 0
     assert StartedJobRegistry('q', connection=connection).get_job_ids(cleanup=False) == [job.id]
     assert job.get_status() == 'started'
+
+
+# ---------------------------------------------------------------------------------------------------
+# The engine's stopped outcome (sent by the workers that can stop a job: forking, spawn)
+
+
+def test_a_stopped_job_releases_no_dependents(connection: redis.Redis) -> None:
+    from rqfast import engine
+
+    q = Queue('q', connection=connection)
+    parent = q.enqueue(jobs.noop)
+    child = q.enqueue(jobs.noop, depends_on=rqfast.job.Dependency(jobs=[parent], allow_failure=True))
+    ref = engine.WorkerRef('stopper', ['q'])
+    claim = engine.claim_job(connection, ref)
+    assert claim.job_id == parent.id
+    job = Job(parent.id, connection=connection)
+    job.restore(claim.raw)
+    job.started_at = job.ended_at = claim.started_at
+    plan = engine.plan_failure(job, 'Job stopped by user, work-horse terminated.', 'stopper', claim.execution_id,
+                               claim.started_at, stopped=True)
+    engine.finish_job(connection, parent.id, 'q', claim.execution_id, plan, 0.0, ref, claim_next=False)
+    assert parent.get_status() == 'stopped' and child.get_status() == 'deferred'
+    assert FailedJobRegistry('q', connection=connection).get_job_ids(cleanup=False) == [parent.id]
+    assert StartedJobRegistry('q', connection=connection).get_job_ids(cleanup=False) == []
+    latest = parent.latest_result()
+    assert latest.type == latest.Type.FAILED and latest.exc_string.startswith('Job stopped by user')
