@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4
 
 from . import keys, scripts
 from .exceptions import DeserializationError, InvalidJobOperation, NoSuchJobError
@@ -266,6 +265,8 @@ class Job:
     @property
     def id(self) -> str:
         if self._id is None:
+            from uuid import uuid4  # here: a horse that creates no job need not import uuid
+
             self._id = str(uuid4())
         return self._id
 

@@ -7,27 +7,30 @@ send SCRIPT EXISTS, an extra round trip.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import keys
 
-if TYPE_CHECKING:  # annotations only: a job horse that never touches Redis does not import redis-py
+if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
+    from pathlib import Path
+
     from redis import Redis
 
-_SEARCH_PATH = (
-    Path(__file__).resolve().parent / 'lua',  # installed: the wheel ships them as rqfast/lua/
-    Path(__file__).resolve().parent.parent / 'lua',  # a source checkout
-)
+
+def _search_path() -> tuple[Path, Path]:
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    return here / 'lua', here.parent / 'lua'  # installed: the wheel ships them as rqfast/lua/; a checkout
 
 
 def _lua_dir() -> Path:
-    for path in _SEARCH_PATH:
+    search = _search_path()
+    for path in search:
         if (path / '_common.lua').is_file():
             return path
-    raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, _SEARCH_PATH))}')
+    raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, search))}')
 
 
 class Script:
@@ -38,6 +41,8 @@ class Script:
         prelude = (directory / '_common.lua').read_text()
         self.name = name
         self.source = (prelude + (directory / f'{name}.lua').read_text()).encode()
+        import hashlib
+
         self.sha = hashlib.sha1(self.source).hexdigest()
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:

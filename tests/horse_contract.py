@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +54,15 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: fl
         if time.monotonic() > deadline:
             raise AssertionError(f'condition not met within {timeout} s')
         time.sleep(interval)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped does not count)."""
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return False
+    return '\nState:\tZ' not in status
 
 
 def rq_job(connection: redis.Redis, job_id: str) -> rq.job.Job:
@@ -250,6 +260,31 @@ class HorseContract:
         assert exc_string(redis_conn, job.id) == 'Job stopped by user, work-horse terminated.'
         assert redis_conn.get(f'stopped:{job.id}') == str(process.proc.pid).encode()  # ran in the worker
         assert rq_job(redis_conn, after.id).get_status() == 'finished'
+
+    @pytest.mark.timeout(60)
+    def test_a_warm_shutdown_lets_the_job_finish(self, redis_conn: redis.Redis, worker_process: Any) -> None:
+        queue = rq.Queue('q', connection=redis_conn)
+        job = queue.enqueue('jobs_isolation.announce_and_sleep', 2)
+        later = queue.enqueue('jobs.say_hello')
+        process = worker_process('warm')
+        wait_until(lambda: redis_conn.exists(f'running:{job.id}'), timeout=20)
+        process.proc.send_signal(signal.SIGINT)  # Ctrl+C: the horse, in a process group of its own, goes on
+        process.wait()
+        assert rq_job(redis_conn, job.id).get_status() == 'finished'
+        assert rq_job(redis_conn, later.id).get_status() == 'queued'
+
+    @pytest.mark.timeout(60)
+    @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='reads /proc')
+    def test_a_cold_shutdown_kills_the_horse(self, redis_conn: redis.Redis, worker_process: Any) -> None:
+        job = rq.Queue('q', connection=redis_conn).enqueue('jobs_isolation.announce_and_sleep', 30)
+        process = worker_process('cold')
+        horse_pid = int(wait_until(lambda: redis_conn.get(f'running:{job.id}'), timeout=20))
+        process.proc.send_signal(signal.SIGINT)
+        time.sleep(1.2)  # a second signal within a second of the first is taken as the same keypress
+        process.proc.send_signal(signal.SIGINT)
+        process.wait()
+        wait_until(lambda: not _alive(horse_pid), timeout=5)
+        assert rq_job(redis_conn, job.id).get_status() == 'failed'
 
     @pytest.mark.timeout(60)
     def test_heartbeats_flow_while_the_horse_runs(self, redis_conn: redis.Redis, worker_process: Any) -> None:

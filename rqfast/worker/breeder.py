@@ -99,6 +99,8 @@ class Breeder:
             for message in self._read(deadline - time.monotonic()):
                 if message[0] == 'pid':
                     return int(message[1])
+            if not self.alive:
+                raise BreederError(f'breeder {self.pid} died')
             if time.monotonic() > deadline:
                 raise BreederError(f'breeder {self.pid} did not answer in {timeout} seconds')
 
@@ -124,7 +126,10 @@ class Breeder:
         ready, _, _ = select.select([self._sock], [], [], wait)
         if not ready:
             return []
-        data = self._sock.recv(1 << 16)
+        try:
+            data = self._sock.recv(1 << 16)
+        except OSError:  # reset: it died with our request unread
+            data = b''
         if not data:
             self._gone()
             return []
@@ -204,15 +209,21 @@ def _serve(sock: socket.socket, wake: tuple[int, int], run_horse: Callable[[int,
             os.read(wake_read, 512)
             _report_exits(sock)
         if sock.fileno() in events:
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            except OSError:
+                data = b''
             if not data:
                 return  # the worker is gone or stopping
-            module = pickle.loads(data[_HEADER.size:])
+            module = pickle.loads(data[_HEADER.size:])  # one small request at a time: it comes whole
             if module and module not in preloaded:
                 preloaded.add(module)
                 horse.preload(module)
             pid = _fork(sock, wake, run_horse, fds)
-            sock.sendall(_frame(('pid', pid)))
+            try:
+                sock.sendall(_frame(('pid', pid)))
+            except OSError:
+                return
 
 
 def _fork(sock: socket.socket, wake: tuple[int, int], run_horse: Callable[[int, int], None], fds: list[int]) -> int:
@@ -242,4 +253,7 @@ def _report_exits(sock: socket.socket) -> None:
             return
         if not pid:
             return
-        sock.sendall(_frame(('exit', pid, status, rusage)))
+        try:
+            sock.sendall(_frame(('exit', pid, status, rusage)))
+        except OSError:  # the worker stopped listening: it is going away, and so are we
+            return

@@ -26,10 +26,9 @@ from ..dates import now
 from ..execution import Outcome
 from ..job import Job
 from ..timeouts import JobTimeoutException
+from . import reports
 from .base import BaseWorker
 from .breeder import Breeder, BreederError
-
-STOPPED_EXC_STRING = 'Job stopped by user, work-horse terminated.'
 
 
 @dataclass
@@ -40,44 +39,6 @@ class Horse:
     job_fd: int  # the worker writes the job here (-1 once sent)
     report_fd: int  # the horse writes how the job ended here
 
-
-@dataclass
-class HorseEnd:
-    """How watching a horse ended: its report (None if it sent none) and, if it was reaped, its status."""
-
-    report: bytes | None
-    status: int = 0
-    rusage: Any = None
-    timed_out: bool = False
-
-
-class _Serialized:
-    """A return value the horse already serialized with the job's serializer."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
-class _PassSerialized:
-    """The job's serializer in the worker: a value the horse serialized passes through as it is.
-
-    So the worker never unpickles what a job returned, and never imports the job's modules for it.
-    """
-
-    def __init__(self, serializer: Any) -> None:
-        self._serializer = serializer
-
-    def dumps(self, obj: Any) -> bytes:
-        return obj.data if isinstance(obj, _Serialized) else self._serializer.dumps(obj)
-
-    def loads(self, data: bytes) -> Any:
-        return self._serializer.loads(data)
-
-
-def terminated_exc_string(status: int) -> str:
-    """RQ's words for a horse that ended without recording its job."""
-    signal_note = f' (signal {os.WTERMSIG(status)})' if status and os.WIFSIGNALED(status) else ''
-    return f'Work-horse terminated unexpectedly; waitpid returned {status}{signal_note}; '
 
 
 class Worker(BaseWorker):
@@ -103,7 +64,7 @@ class Worker(BaseWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._horse_pid = 0
-        self._horse_lock = threading.Lock()
+        self._horse_lock = threading.RLock()  # reentrant: a cold shutdown's signal handler kills the horse too
         self._waiting: list[Horse] = []
         self._exited: list[int] = []  # horses that reported and are exiting: reaped later, off the job's path
         self._open_fds: set[int] = set()  # the worker's ends of every horse's pipes
@@ -120,6 +81,7 @@ class Worker(BaseWorker):
 
     def bootstrap(self, *args: Any, **kwargs: Any) -> None:
         super().bootstrap(*args, **kwargs)
+        os.environ['RQ_WORKER_ID'] = self.name  # as RQ sets it: the horses inherit it
         self._start_waiting_horses()
 
     def teardown(self) -> None:
@@ -247,8 +209,22 @@ class Worker(BaseWorker):
         if self._settings is None:
             self._settings = horse.HorseSettings(
                 self.name, horse.client_recipe(self.connection), self.job_class, self.serializer,
-                self.death_penalty_class, list(self._exc_handlers), self.queue_class.DEFAULT_TIMEOUT)
+                self.death_penalty_class, list(self._exc_handlers), self.queue_class.DEFAULT_TIMEOUT,
+                stand_in=self._stand_in())
         return self._settings
+
+    def _stand_in(self) -> dict[bytes, bytes] | None:
+        """A warm-up job for the horses, when a spare CPU can run it while the current job runs.
+
+        On a single CPU the warm-up would only compete with the running job for it.
+        """
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+        if cpus < 2:
+            return None
+        try:
+            return horse.stand_in_job(self.job_class, self.connection, self.serializer)
+        except Exception:  # a serializer that cannot encode it: no warm-up
+            return None
 
     def _stop_horses(self) -> None:
         """A waiting horse exits when its job pipe closes; one that does not, in time, is killed."""
@@ -307,7 +283,7 @@ class Worker(BaseWorker):
 
     # --- watching one
 
-    def _watch(self, work_horse: Horse, deadline: float | None) -> HorseEnd:
+    def _watch(self, work_horse: Horse, deadline: float | None) -> reports.HorseEnd:
         """Read the horse's report until it arrives, the horse ends, or the deadline passes."""
         reader = horse.MessageReader()
         poller = select.poll()
@@ -343,9 +319,9 @@ class Worker(BaseWorker):
         if reader.message is not None:
             if reaped is None:
                 self._exited.append(work_horse.pid)
-            return HorseEnd(reader.message)
+            return reports.HorseEnd(reader.message)
         status, rusage = reaped or (0, None)
-        return HorseEnd(None, status, rusage, timed_out)
+        return reports.HorseEnd(None, status, rusage, timed_out)
 
     @staticmethod
     def _drain(poller: Any, fd: int, reader: horse.MessageReader) -> None:
@@ -357,33 +333,24 @@ class Worker(BaseWorker):
 
     # --- what it means
 
-    def _outcome(self, job: Job, pid: int, end: HorseEnd, timeout: int) -> Outcome:
+    def _outcome(self, job: Job, pid: int, end: reports.HorseEnd, timeout: int) -> Outcome:
         if end.report is not None:
-            return self._reported(job, horse.decode_report(end.report))
+            report = horse.decode_report(end.report)
+            self._job_module = report.module
+            return reports.reported_outcome(job, report)
         job.ended_at = job.last_heartbeat = now()
         if self._stopped_job_id == job.id:
             self.log.warning('Worker %s: job %s stopped by user, moving job to FailedJobRegistry', self.name, job.id)
             self.run_stopped_callback(job)
-            return Outcome('failure', exc_string=STOPPED_EXC_STRING)
+            return Outcome('failure', exc_string=reports.STOPPED_EXC_STRING)
         if end.timed_out:
-            exc_string = (f'Work-horse killed by the worker: still running {self.horse_kill_grace} seconds after '
-                          f'its timeout.\n{JobTimeoutException.__module__}.{JobTimeoutException.__qualname__}: '
-                          f'Task exceeded maximum timeout value ({timeout} seconds)\n')
+            exc_string = reports.killed_after_timeout_exc_string(timeout, self.horse_kill_grace)
         else:
-            exc_string = terminated_exc_string(end.status)
+            exc_string = reports.terminated_exc_string(end.status)
         self.log.warning('Worker %s: job %s failed (%s)', self.name, job.id, exc_string.strip())
         self.handle_work_horse_killed(job, pid, end.status, end.rusage)
         return Outcome('failure', exc_string=exc_string)
 
-    def _reported(self, job: Job, report: horse.Report) -> Outcome:
-        self._job_module = report.module
-        job.started_at = report.started_at or job.started_at
-        job.ended_at, job.last_heartbeat = report.ended_at, report.last_heartbeat
-        value = report.value
-        if report.kind == 'success' and value is not None:
-            job.serializer = _PassSerialized(job.serializer)
-            value = _Serialized(value)
-        return Outcome(report.kind, value, report.exc_string)
 
     def run_stopped_callback(self, job: Job) -> None:
         """The job's on_stopped callback runs in the worker, under its own timeout, as in RQ."""

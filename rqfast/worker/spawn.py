@@ -115,7 +115,8 @@ class SpawnWorker(Worker):
     def _pickled_settings(self) -> bytes:
         if self._pickled is None:
             settings = dataclasses.replace(self.horse_settings(), exception_handlers=self._picklable_handlers(),
-                                           client=horse.client_recipe(self.connection, picklable=True))
+                                           client=horse.client_recipe(self.connection, picklable=True),
+                                           stand_in=None)  # a fresh interpreter has no copy-on-write to pay
             self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
         return self._pickled
 
