@@ -114,9 +114,12 @@ class SpawnWorker(Worker):
 
     def _pickled_settings(self) -> bytes:
         if self._pickled is None:
+            client = horse.client_recipe(self.connection, picklable=True)
+            if client is None:
+                self.log.warning('Worker %s: its Redis connection cannot be rebuilt in a child (a pool or an option '
+                                 'that does not pickle): jobs will fail', self.name)
             settings = dataclasses.replace(self.horse_settings(), exception_handlers=self._picklable_handlers(),
-                                           client=horse.client_recipe(self.connection, picklable=True),
-                                           stand_in=None)  # a fresh interpreter has no copy-on-write to pay
+                                           client=client, stand_in=None)  # a new interpreter has no copy-on-write
             self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
         return self._pickled
 
