@@ -7,6 +7,7 @@ run and prints a markdown table, also written to bench/results/<date>-<host>.md.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import sys
 import tempfile
@@ -80,11 +81,19 @@ def participants(self_test: bool, no_bullmq: bool) -> tuple[list[Participant], s
     return people, bull
 
 
+def compile_sources() -> None:
+    """Byte-compile rqfast and bench as `pip install` compiles rq, so that no spawned child pays for compiling
+    source that its rq counterpart gets precompiled (PYTHONDONTWRITEBYTECODE would otherwise keep it so)."""
+    for package in ('rqfast', 'bench'):
+        compileall.compile_dir(str(REPO_ROOT / package), quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scale = QUICK if args.quick or args.self_test else FULL
     # Spawned work horses (SpawnWorker) start a new interpreter: let it find bench.jobs too.
     os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get('PYTHONPATH')) if p)
+    compile_sources()
     usable = report.usable_cpus()  # before pinning narrows it
     server = None if args.redis_url else PrivateRedis()
     pinning = 'not pinned (--no-pin)' if args.no_pin else 'not pinned (--redis-url)'

@@ -94,7 +94,7 @@ def _date(obj: dict[str, bytes], name: str) -> Any:
 
 def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     """Load a job from its hash; raises NoSuchJobError without `data`, ValueError on a bad field."""
-    obj: dict[str, bytes] = {_text(k): v for k, v in raw.items()}
+    obj: dict[str, bytes] = {k.decode() if type(k) is bytes else k: v for k, v in raw.items()}
     if 'data' not in obj:
         raise NoSuchJobError(f'Unexpected job format: {obj}')
     try:

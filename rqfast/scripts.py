@@ -47,7 +47,7 @@ class Script:
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         try:
-            return connection.evalsha(self.sha, 0, keys.PREFIX, *args)
+            return connection.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
         except Exception as exc:
             from redis.exceptions import NoScriptError
 

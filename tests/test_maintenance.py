@@ -418,7 +418,6 @@ def test_the_pass_is_one_round_trip(redis_conn: redis.Redis, monkeypatch: pytest
     assert len(sent) == 1
 
 
-@pytest.mark.skipif(not os.environ.get('RQFAST_SLOW_TESTS'), reason='takes ~65 s; set RQFAST_SLOW_TESTS=1')
 @pytest.mark.timeout(150)
 def test_killed_worker_job_is_failed_in_real_time(redis_conn: redis.Redis, redis_url: str, processes: list) -> None:
     """No pinned time: the entry lapses by itself (61 s after the last heartbeat) and a live worker finds it."""

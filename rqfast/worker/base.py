@@ -147,6 +147,7 @@ class BaseWorker:
         self._pubsub: Any = None
         self._pubsub_thread: Any = None
         self._waiter: Waiter | None = None
+        self._engine_client: Redis | None = None
         self.scheduler: Any = None
         self.last_cleaned_at: datetime | None = None
 
@@ -183,6 +184,17 @@ class BaseWorker:
 
     def _ref(self) -> engine.WorkerRef:
         return engine.WorkerRef(self.name, self._queue_order(), self.job_monitoring_interval, self.worker_ttl + 60)
+
+    def _engine_connection(self) -> Redis:
+        """The claim/finish calls' own connection, held rather than taken from the pool per call: the pool
+        checks a connection for pending data (a poll syscall) every time it hands one out."""
+        if self._engine_client is None:
+            if type(self.connection).__module__.startswith('fakeredis'):
+                self._engine_client = self.connection
+            else:
+                self._engine_client = Redis(connection_pool=self.connection.connection_pool,
+                                            single_connection_client=True)
+        return self._engine_client
 
     def _queue_order(self) -> list[str]:
         if self._dequeue_strategy == DequeueStrategy.RANDOM:
@@ -400,7 +412,7 @@ class BaseWorker:
         moved: tuple[str, str] | None = None
         while not self._stop_requested:
             try:
-                claim = engine.claim_job(self.connection, self._ref(), moved)
+                claim = engine.claim_job(self._engine_connection(), self._ref(), moved)
                 moved = None
                 backoff = 1.0
                 self._log_dropped(claim)
@@ -520,7 +532,7 @@ class BaseWorker:
         backoff = 1.0
         while True:
             try:
-                return engine.finish_job(self.connection, job_id, queue, execution_id, plan, working, self._ref(),
+                return engine.finish_job(self._engine_connection(), job_id, queue, execution_id, plan, working, self._ref(),
                                          claim_next=claim_next)
             except redis.ConnectionError as exc:
                 self.log.error('Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id,
@@ -601,6 +613,9 @@ class BaseWorker:
             self.register_death()
         except redis.ConnectionError as exc:
             self.log.warning('Worker %s: could not register death: %s', self.name, exc)
+        if self._engine_client is not None and self._engine_client is not self.connection:
+            self._engine_client.close()  # gives its connection back to the pool
+        self._engine_client = None
 
     # --- maintenance (a separate step; see rqfast/maintenance.py)
 
