@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--out', type=Path, help='directory for the results file (default bench/results)')
     parser.add_argument('--no-bullmq', action='store_true', help='skip BullMQ even if it is installed')
     parser.add_argument(
-        '--no-pin', action='store_true', help='do not pin redis-server and the workers to different CPUs'
+        '--pin', action='store_true', help='pin redis-server to one CPU and the bench and workers to the others'
     )
     parser.add_argument(
         '--redis-url',
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     compile_sources()
     usable = report.usable_cpus()  # before pinning narrows it
     server = None if args.redis_url else PrivateRedis()
-    pinning = 'not pinned (--no-pin)' if args.no_pin else 'not pinned (--redis-url)'
-    if server is not None and not args.no_pin:
+    pinning = 'not pinned (the default; --pin pins)' if not args.redis_url else 'not pinned (--redis-url)'
+    if server is not None and args.pin:
         pinning = server.pin_apart()
     try:
         target = Target(args.redis_url or server.url)  # type: ignore[union-attr]

@@ -27,6 +27,11 @@ def _date_text(value: Any) -> str:
     return utcformat(value) if value else ''
 
 
+def _webhook_dict(webhook: Any) -> Any:
+    """RQ's Webhook objects, or the dicts a fetched job holds (rqfast stores webhooks but does not send them)."""
+    return webhook.to_dict() if hasattr(webhook, 'to_dict') else webhook
+
+
 def job_fields(job: Job, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
     """The full hash RQ's `Job.save()` writes, field for field."""
     fields: dict[str, Any] = {
@@ -55,7 +60,7 @@ def job_fields(job: Job, include_meta: bool = True, include_result: bool = True)
         ('success_callback_timeout', job._success_callback_timeout),
         ('failure_callback_timeout', job._failure_callback_timeout),
         ('stopped_callback_timeout', job._stopped_callback_timeout),
-        ('webhooks', json.dumps([w.to_dict() for w in job.webhooks]) if job.webhooks else None),
+        ('webhooks', json.dumps([_webhook_dict(w) for w in job.webhooks]) if job.webhooks else None),
         ('result_ttl', job.result_ttl),
         ('failure_ttl', job.failure_ttl),
         ('status', job._status.value),
