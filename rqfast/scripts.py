@@ -72,7 +72,8 @@ def enqueue_jobs(connection: Redis, queue: str, now_text: str, now_epoch: int, r
     args: list[Any] = [queue, now_text, now_epoch, len(records)]
     for record in records:
         args.extend(record)
-    return [status.decode() if isinstance(status, bytes) else status for status in script('enqueue_jobs')(connection, args)]
+    statuses = script('enqueue_jobs')(connection, args)
+    return [status.decode() if isinstance(status, bytes) else status for status in statuses]
 
 
 def cancel_job(connection: Redis, job_id: str, now_epoch: int, now_text: str, enqueue_dependents: bool,

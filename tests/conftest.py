@@ -15,10 +15,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+import fakeredis
 import pytest
 import redis
-
-import fakeredis
 
 
 def _free_port() -> int:
@@ -52,10 +51,10 @@ def redis_url() -> Iterator[str]:
         try:
             client.ping()
             break
-        except redis.ConnectionError:
+        except redis.ConnectionError as exc:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise RuntimeError('redis-server did not start')
+                raise RuntimeError('redis-server did not start') from exc
             time.sleep(0.02)
     client.close()
     yield url

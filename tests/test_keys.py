@@ -35,7 +35,7 @@ def test_lua_key_table_matches_keys_module(connection: redis.Redis) -> None:
     expressions = list(CASES)
     script = prelude + '\nreturn {' + ', '.join(expressions) + '}'
     names = [name.decode() for name in connection.eval(script, 0, keys.PREFIX)]
-    assert dict(zip(expressions, names)) == CASES
+    assert dict(zip(expressions, names, strict=True)) == CASES
 
 
 def test_layout_matches_rq() -> None:

@@ -532,8 +532,8 @@ class BaseWorker:
         backoff = 1.0
         while True:
             try:
-                return engine.finish_job(self._engine_connection(), job_id, queue, execution_id, plan, working, self._ref(),
-                                         claim_next=claim_next)
+                return engine.finish_job(self._engine_connection(), job_id, queue, execution_id, plan, working,
+                                         self._ref(), claim_next=claim_next)
             except redis.ConnectionError as exc:
                 self.log.error('Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id,
                                exc, backoff)

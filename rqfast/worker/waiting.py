@@ -71,7 +71,7 @@ class Waiter:
         return None
 
     def _wait_many(self, timeout: int) -> tuple[str, str] | None:
-        for queue, conn in zip(self.queues, self._connections):
+        for queue, conn in zip(self.queues, self._connections, strict=True):
             conn.send_command('BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT',
                               timeout)
         pending = dict(enumerate(self._connections))
