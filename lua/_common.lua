@@ -144,10 +144,12 @@ local function start_job(id, queue, w, x, c)
   local key = K.job(id)
   local job = redis.pcall('HGETALL', key)
   if job.err then return nil end  -- the key is not a hash: no job to start
-  local has_data = false
-  for j = 1, #job, 2 do if job[j] == 'data' then has_data = true end end
+  local has_data, timeout = false, nil
+  for j = 1, #job, 2 do
+    if job[j] == 'data' then has_data = true elseif job[j] == 'timeout' then timeout = job[j + 1] end
+  end
   if not has_data then return nil end
-  local ttl = heartbeat_ttl(redis.call('HGET', key, 'timeout'), c.interval)
+  local ttl = heartbeat_ttl(timeout, c.interval)
   redis.call('HSET', key, 'status', 'started', 'started_at', c.now_text, 'last_heartbeat', c.now_text,
     'worker_name', w)
   redis.call('PERSIST', key)

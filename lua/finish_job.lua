@@ -38,10 +38,10 @@ local queues = r.list()
 c.interval = interval
 
 local key = K.job(id)
-local exists = redis.call('EXISTS', key) == 1
 -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
 -- parent's status before its own writes.
 local status_before = redis.call('HGET', key, 'status')
+local exists = status_before ~= false or redis.call('EXISTS', key) == 1
 if status_before == 'canceled' or status_before == 'stopped' then
   if release_as ~= '' then release_as = status_before end
 end
@@ -56,7 +56,7 @@ if w ~= '' then
   local wkey = K.worker(w)
   if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
   redis.call('HINCRBYFLOAT', wkey, 'total_working_time', working_time)
-  redis.call('HDEL', wkey, 'current_job')
+  -- current_job is replaced by the next claim, or HDELed by set_worker_idle below
 end
 
 -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
