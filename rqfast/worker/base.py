@@ -147,7 +147,7 @@ class BaseWorker:
         self._pubsub: Any = None
         self._pubsub_thread: Any = None
         self._waiter: Waiter | None = None
-        self._engine_client: Redis | None = None
+        self._engine_client: Any = None
         self.scheduler: Any = None
         self.last_cleaned_at: datetime | None = None
 
@@ -185,15 +185,14 @@ class BaseWorker:
     def _ref(self) -> engine.WorkerRef:
         return engine.WorkerRef(self.name, self._queue_order(), self.job_monitoring_interval, self.worker_ttl + 60)
 
-    def _engine_connection(self) -> Redis:
-        """The claim/finish calls' own connection, held rather than taken from the pool per call: the pool
-        checks a connection for pending data (a poll syscall) every time it hands one out."""
+    def _engine_connection(self) -> Any:
+        """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
+        polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
         if self._engine_client is None:
             if type(self.connection).__module__.startswith('fakeredis'):
                 self._engine_client = self.connection
             else:
-                self._engine_client = Redis(connection_pool=self.connection.connection_pool,
-                                            single_connection_client=True)
+                self._engine_client = scripts.DirectLine(self.connection)
         return self._engine_client
 
     def _queue_order(self) -> list[str]:
