@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import total_ordering
 from typing import Any, NamedTuple
@@ -479,6 +479,3 @@ class Queue:
         job_id = self.connection.lpop(self.key)
         return job_id.decode() if job_id else None  # type: ignore[union-attr]
 
-
-def _callable_name(func: Callable[..., Any]) -> str:
-    return getattr(func, '__qualname__', repr(func))
