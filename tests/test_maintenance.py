@@ -32,8 +32,10 @@ from rqfast.results import Result
 try:
     import jobs
     import worker_jobs
+    from polling import wait_for
 except ImportError:  # tests/ became a package
     from tests import jobs, worker_jobs  # type: ignore[no-redef]
+    from tests.polling import wait_for  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,16 +62,6 @@ def start_worker(redis_url: str, name: str, monitoring_interval: int = MONITORIN
          str(max_jobs), str(max_idle_time)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-
-
-def wait_for(predicate: Any, timeout: float = 15.0, step: float = 0.05) -> float:
-    """Seconds until predicate() held; fails the test after `timeout`."""
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            pytest.fail(f'condition not met within {timeout} s')
-        time.sleep(step)
-    return time.monotonic() - start
 
 
 @pytest.fixture

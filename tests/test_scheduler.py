@@ -29,21 +29,14 @@ from rqfast.scheduler import RQScheduler
 try:
     import jobs
     import worker_jobs
+    from polling import wait_for
 except ImportError:  # tests/ became a package
     from tests import jobs, worker_jobs  # type: ignore[no-redef]
+    from tests.polling import wait_for  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
 TESTS = Path(__file__).resolve().parent
-
-
-def wait_for(predicate: Any, timeout: float = 15.0, step: float = 0.05) -> float:
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            pytest.fail(f'condition not met within {timeout} s')
-        time.sleep(step)
-    return time.monotonic() - start
 
 
 def wait_until_due(connection: redis.Redis, queue: str, job_id: str) -> None:
