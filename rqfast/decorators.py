@@ -38,9 +38,19 @@ class job:  # noqa: N801 - RQ's name
     ):
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
-        self.options = dict(timeout=timeout, result_ttl=result_ttl, ttl=ttl, meta=meta, description=description,
-                            failure_ttl=failure_ttl, retry=retry, on_failure=on_failure, on_success=on_success,
-                            on_stopped=on_stopped, webhooks=webhooks)
+        self.options = dict(
+            timeout=timeout,
+            result_ttl=result_ttl,
+            ttl=ttl,
+            meta=meta,
+            description=description,
+            failure_ttl=failure_ttl,
+            retry=retry,
+            on_failure=on_failure,
+            on_success=on_success,
+            on_stopped=on_stopped,
+            webhooks=webhooks,
+        )
         self.depends_on, self.at_front = depends_on, at_front
 
     def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,8 +62,9 @@ class job:  # noqa: N801 - RQ's name
             depends_on = kwargs.pop('depends_on', None) or self.depends_on
             job_id = kwargs.pop('job_id', None)
             at_front = kwargs.pop('at_front', False) or self.at_front
-            return queue.enqueue_call(f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id,
-                                      at_front=at_front, **self.options)
+            return queue.enqueue_call(
+                f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id, at_front=at_front, **self.options
+            )
 
         f.delay = delay  # type: ignore[attr-defined]
         f.enqueue = delay  # type: ignore[attr-defined]

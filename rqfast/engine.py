@@ -93,21 +93,47 @@ def claim_job(connection: Redis, worker: WorkerRef, moved: tuple[str, str] | Non
     moment = now()
     execution_id = uuid.uuid4().hex
     moved_queue, moved_id = moved or ('', '')  # the Waiter's (queue, id)
-    reply = scripts.claim_job(connection, worker.name, _times(moment), worker.job_monitoring_interval,
-                              worker.idle_ttl, execution_id, moved_id, moved_queue, worker.queues)
+    reply = scripts.claim_job(
+        connection,
+        worker.name,
+        _times(moment),
+        worker.job_monitoring_interval,
+        worker.idle_ttl,
+        execution_id,
+        moved_id,
+        moved_queue,
+        worker.queues,
+    )
     return _claim_from_reply(reply, execution_id, moment)
 
 
-def finish_job(connection: Redis, job_id: str, queue: str, execution_id: str, plan: Plan, working_time: float,
-               worker: WorkerRef | None, claim_next: bool = True) -> Claim:
+def finish_job(
+    connection: Redis,
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    plan: Plan,
+    working_time: float,
+    worker: WorkerRef | None,
+    claim_next: bool = True,
+) -> Claim:
     """Record `plan` for the job; with claim_next, claim the worker's next job in the same call."""
     moment = now()
     next_execution = uuid.uuid4().hex
     reply = scripts.finish_job(
-        connection, worker.name if worker else '', _times(moment), job_id, queue, execution_id, plan,
-        working_time, claim_next and worker is not None,
+        connection,
+        worker.name if worker else '',
+        _times(moment),
+        job_id,
+        queue,
+        execution_id,
+        plan,
+        working_time,
+        claim_next and worker is not None,
         worker.job_monitoring_interval if worker else DEFAULT_JOB_MONITORING_INTERVAL,
-        worker.idle_ttl if worker else 0, next_execution, worker.queues if worker else [],
+        worker.idle_ttl if worker else 0,
+        next_execution,
+        worker.queues if worker else [],
     )
     return _claim_from_reply(reply, next_execution, moment)
 
@@ -133,8 +159,9 @@ def _saved_in_memory(job: Job) -> dict[str, Any]:
     return {name: full[name] for name in ('result', 'meta') if name in full}
 
 
-def _execution_fields(worker_name: str, execution_id: str, started: datetime | None,
-                      ended: datetime | None) -> dict[str, Any]:
+def _execution_fields(
+    worker_name: str, execution_id: str, started: datetime | None, ended: datetime | None
+) -> dict[str, Any]:
     fields: dict[str, Any] = {'worker_name': worker_name}
     if execution_id:
         fields['execution_id'] = execution_id
@@ -152,8 +179,14 @@ def _put_back(plan: Plan, interval: int, at_front: bool) -> None:
         plan.put_back = 'front' if at_front else 'queue'
 
 
-def plan_success(job: Job, return_value: Any, worker_name: str, execution_id: str, execution_started: datetime | None,
-                 default_result_ttl: int = DEFAULT_RESULT_TTL) -> Plan:
+def plan_success(
+    job: Job,
+    return_value: Any,
+    worker_name: str,
+    execution_id: str,
+    execution_started: datetime | None,
+    default_result_ttl: int = DEFAULT_RESULT_TTL,
+) -> Plan:
     """A job that returned: finished registry and result stream (unless result_ttl is 0), dependents."""
     result_ttl = job.get_result_ttl(default_result_ttl)
     plan = Plan(release_as='finished', counter='successful_job_count')
@@ -161,8 +194,10 @@ def plan_success(job: Job, return_value: Any, worker_name: str, execution_id: st
     if result_ttl != 0:
         plan.registry = 'finished'
         plan.registry_score = '+inf' if result_ttl == -1 else epoch_seconds(now()) + result_ttl
-        plan.stream = {'type': Result.Type.SUCCESSFUL.value,
-                       **_execution_fields(worker_name, execution_id, execution_started, job.ended_at)}
+        plan.stream = {
+            'type': Result.Type.SUCCESSFUL.value,
+            **_execution_fields(worker_name, execution_id, execution_started, job.ended_at),
+        }
         encoded = encode_return_value(job.serializer, return_value)
         if encoded is not None:
             plan.stream['return_value'] = encoded
@@ -188,8 +223,15 @@ def plan_success(job: Job, return_value: Any, worker_name: str, execution_id: st
     return plan
 
 
-def plan_failure(job: Job, exc_string: str, worker_name: str, execution_id: str, execution_started: datetime | None,
-                 stopped: bool = False, retry: bool = True) -> Plan:
+def plan_failure(
+    job: Job,
+    exc_string: str,
+    worker_name: str,
+    execution_id: str,
+    execution_started: datetime | None,
+    stopped: bool = False,
+    retry: bool = True,
+) -> Plan:
     """A job that raised (or was stopped): retried while it has retries left, else failed."""
     plan = Plan(counter='failed_job_count')
     if retry and job.should_retry and not stopped:
@@ -203,8 +245,11 @@ def plan_failure(job: Job, exc_string: str, worker_name: str, execution_id: str,
         return plan
     plan.fields = _ended_fields(job, JobStatus.STOPPED if stopped else JobStatus.FAILED)
     _fail_into_registry(plan, job)
-    plan.stream = {'type': Result.Type.FAILED.value, 'exc_string': encode_exc_string(exc_string),
-                   **_execution_fields(worker_name, execution_id, execution_started, None if stopped else job.ended_at)}
+    plan.stream = {
+        'type': Result.Type.FAILED.value,
+        'exc_string': encode_exc_string(exc_string),
+        **_execution_fields(worker_name, execution_id, execution_started, None if stopped else job.ended_at),
+    }
     plan.release_as = '' if stopped else 'failed'
     return plan
 
@@ -217,8 +262,9 @@ def _fail_into_registry(plan: Plan, job: Job) -> None:
     plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
 
 
-def plan_retry_result(job: Job, retry: Retry, worker_name: str, execution_id: str,
-                      execution_started: datetime | None) -> Plan:
+def plan_retry_result(
+    job: Job, retry: Retry, worker_name: str, execution_id: str, execution_started: datetime | None
+) -> Plan:
     """A job that returned a Retry: run again (RETRIED) until retry.max, then failed (MAX_RETRIES_EXCEEDED)."""
     plan = Plan(counter='failed_job_count')
     execution = _execution_fields(worker_name, execution_id, execution_started, job.ended_at)

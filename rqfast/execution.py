@@ -28,8 +28,12 @@ class Outcome:
     exc_info: Any = None
 
 
-def run_job(job: Job, death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
-            exception_handlers: Sequence[ExceptionHandler] = (), default_timeout: int = 180) -> Outcome:
+def run_job(
+    job: Job,
+    death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
+    exception_handlers: Sequence[ExceptionHandler] = (),
+    default_timeout: int = 180,
+) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
     job.started_at = now()
     try:
@@ -52,8 +56,12 @@ def _ended(job: Job) -> None:
     job.last_heartbeat = job.ended_at
 
 
-def fail_job(job: Job, exc_info: Any, death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
-             exception_handlers: Sequence[ExceptionHandler] = ()) -> Outcome:
+def fail_job(
+    job: Job,
+    exc_info: Any,
+    death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
+    exception_handlers: Sequence[ExceptionHandler] = (),
+) -> Outcome:
     """The failure callback, then the exception handler chain; a raising callback's error replaces the job's."""
     if job.ended_at is None or job.started_at is None or job.ended_at < job.started_at:
         _ended(job)

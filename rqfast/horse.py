@@ -35,8 +35,13 @@ _BUILD_LOCK = threading.Lock()
 # redis-py 8 keeps per-pool runtime state (handlers holding locks, original addresses) among the
 # connection kwargs; a child builds its own (the same list as rq.connections).
 _RUNTIME_CONNECTION_KWARGS = (
-    'maint_notifications_config', 'maint_notifications_pool_handler', 'himport_registry', 'event_dispatcher',
-    'orig_host_address', 'orig_socket_timeout', 'orig_socket_connect_timeout',
+    'maint_notifications_config',
+    'maint_notifications_pool_handler',
+    'himport_registry',
+    'event_dispatcher',
+    'orig_host_address',
+    'orig_socket_timeout',
+    'orig_socket_connect_timeout',
 )
 
 
@@ -59,7 +64,7 @@ class Report:
 def write_message(fd: int, payload: bytes) -> None:
     view = memoryview(_HEADER.pack(len(payload)) + payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def read_message(fd: int) -> bytes | None:
@@ -91,12 +96,19 @@ class MessageReader:
         if len(self._buffer) >= _HEADER.size:
             size = _HEADER.unpack_from(self._buffer)[0]
             if len(self._buffer) >= _HEADER.size + size:
-                self.message = bytes(self._buffer[_HEADER.size:_HEADER.size + size])
+                self.message = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
 
 
 def encode_report(report: Report) -> bytes:
-    fields = (report.kind, report.value, report.exc_string, report.started_at, report.ended_at,
-              report.last_heartbeat, report.module)
+    fields = (
+        report.kind,
+        report.value,
+        report.exc_string,
+        report.started_at,
+        report.ended_at,
+        report.last_heartbeat,
+        report.module,
+    )
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a Retry subclass that does not pickle
@@ -122,8 +134,11 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
     that reading its settings does not import redis-py.
     """
     pool = connection.connection_pool
-    kwargs = {key: value for key, value in pool.connection_kwargs.items()
-              if key not in _RUNTIME_CONNECTION_KWARGS and type(value) is not object}
+    kwargs = {
+        key: value
+        for key, value in pool.connection_kwargs.items()
+        if key not in _RUNTIME_CONNECTION_KWARGS and type(value) is not object
+    }
     recipe = (type(connection), type(pool), pool.connection_class, kwargs)
     try:
         _build_client(recipe)  # a throwaway: it connects to nothing
@@ -182,8 +197,9 @@ def serialize_return_value(serializer: Any, value: Any) -> bytes:
     return data
 
 
-def run_in_horse(job: Any, death_penalty_class: Any, handlers: Sequence[ExceptionHandler],
-                 default_timeout: int) -> Report:
+def run_in_horse(
+    job: Any, death_penalty_class: Any, handlers: Sequence[ExceptionHandler], default_timeout: int
+) -> Report:
     """Run the job (its timeout, callbacks and exception handlers included) and say how it ended."""
     try:
         outcome = run_job(job, death_penalty_class, handlers, default_timeout=default_timeout)
@@ -192,8 +208,9 @@ def run_in_horse(job: Any, death_penalty_class: Any, handlers: Sequence[Exceptio
     value = outcome.value
     if outcome.kind == 'success' and value is not None:
         value = serialize_return_value(job.serializer, value)
-    return Report(outcome.kind, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat,
-                  _module_of(job))
+    return Report(
+        outcome.kind, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat, _module_of(job)
+    )
 
 
 def _module_of(job: Any) -> str:
@@ -252,8 +269,9 @@ class HorseSettings:
     stand_in: dict[bytes, bytes] | None = None  # a forked horse's warm-up job (stand_in_job())
 
 
-def serve_one_job(job_fd: int, report_fd: int, settings: HorseSettings, module: str = '',
-                  fallback: Redis | None = None) -> None:
+def serve_one_job(
+    job_fd: int, report_fd: int, settings: HorseSettings, module: str = '', fallback: Redis | None = None
+) -> None:
     """Get ready (signals, a client that connects on first use, `module` imported), wait for a job, run it, report.
 
     Returns when the report is written, or at once if the job pipe closes first (the worker stopped).
@@ -263,7 +281,7 @@ def serve_one_job(job_fd: int, report_fd: int, settings: HorseSettings, module: 
     preload(module)
     connection: Any = LazyClient(settings.client) if settings.client is not None else fallback
     if connection is None:
-        raise RuntimeError('rqfast: the worker\'s Redis connection cannot be rebuilt in a spawned child')
+        raise RuntimeError("rqfast: the worker's Redis connection cannot be rebuilt in a spawned child")
     if settings.stand_in is not None:
         warm_up(settings, connection)
     payload = read_message(job_fd)
@@ -277,8 +295,9 @@ def serve_one_job(job_fd: int, report_fd: int, settings: HorseSettings, module: 
     write_message(report_fd, encode_report(report))
 
 
-def _load_job(settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes],
-              started_at: datetime) -> Any:
+def _load_job(
+    settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes], started_at: datetime
+) -> Any:
     from .job import JobStatus
 
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
@@ -294,8 +313,11 @@ def stand_in_job(job_class: Any, connection: Any, serializer: Any) -> dict[bytes
     from .job import Job
 
     job = Job.create('builtins.len', args=((),), connection=connection, serializer=serializer, timeout=60)
-    return {key.encode(): value if isinstance(value, bytes) else str(value).encode()
-            for key, value in job.to_dict().items() if value is not None}
+    return {
+        key.encode(): value if isinstance(value, bytes) else str(value).encode()
+        for key, value in job.to_dict().items()
+        if value is not None
+    }
 
 
 def warm_up(settings: HorseSettings, connection: Any) -> None:

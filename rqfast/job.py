@@ -12,7 +12,6 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from . import keys, scripts
@@ -20,6 +19,7 @@ from .exceptions import DeserializationError, InvalidJobOperation, NoSuchJobErro
 from .imports import function_reference, import_attribute
 from .jobhash import job_fields, restore_job
 from .serializers import resolve_serializer
+from .status import JobStatus
 from .timeouts import parse_timeout
 
 if TYPE_CHECKING:
@@ -29,18 +29,6 @@ if TYPE_CHECKING:
 
 JOB_ID_PATTERN = re.compile(r'[A-Za-z0-9_-]+')
 CALLBACK_TIMEOUT = 60
-
-
-class JobStatus(str, Enum):
-    CREATED = 'created'
-    QUEUED = 'queued'
-    FINISHED = 'finished'
-    FAILED = 'failed'
-    STARTED = 'started'
-    DEFERRED = 'deferred'
-    SCHEDULED = 'scheduled'
-    STOPPED = 'stopped'
-    CANCELED = 'canceled'
 
 
 def validate_job_id(job_id: Any) -> None:
@@ -223,8 +211,11 @@ class Job:
         for kind, callback in (('success', on_success), ('failure', on_failure), ('stopped', on_stopped)):
             if callback:
                 if not isinstance(callback, Callback):
-                    warnings.warn(f'Passing a string or function for `on_{kind}` is deprecated, '
-                                  'pass `Callback` instead', DeprecationWarning, stacklevel=2)
+                    warnings.warn(
+                        f'Passing a string or function for `on_{kind}` is deprecated, pass `Callback` instead',
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
                     callback = Callback(callback)
                 setattr(job, f'_{kind}_callback_name', callback.name)
                 setattr(job, f'_{kind}_callback_timeout', callback.timeout)
@@ -345,10 +336,10 @@ class Job:
         setattr(self, name, value)
         self._data = _UNSET
 
-    func_name = property(lambda self: self._call_part('_func_name'),
-                         lambda self, v: self._set_call_part('_func_name', v))
-    instance = property(lambda self: self._call_part('_instance'),
-                        lambda self, v: self._set_call_part('_instance', v))
+    func_name = property(
+        lambda self: self._call_part('_func_name'), lambda self, v: self._set_call_part('_func_name', v)
+    )
+    instance = property(lambda self: self._call_part('_instance'), lambda self, v: self._set_call_part('_instance', v))
     args = property(lambda self: self._call_part('_args'), lambda self, v: self._set_call_part('_args', v))
     kwargs = property(lambda self: self._call_part('_kwargs'), lambda self, v: self._set_call_part('_kwargs', v))
 
@@ -520,14 +511,21 @@ class Job:
         self.last_heartbeat = timestamp
         (pipeline if pipeline is not None else self.connection).hset(self.key, 'last_heartbeat', utcformat(timestamp))
 
-    def cancel(self, pipeline: Any = None, enqueue_dependents: bool = False,
-               remove_from_dependencies: bool = False) -> None:
+    def cancel(
+        self, pipeline: Any = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
+    ) -> None:
         """Cancel: out of its queue and registry, into the canceled registry (one script call)."""
         from .dates import epoch_seconds, now, utcformat
 
         moment = now()
-        outcome = scripts.cancel_job(self.connection, self.id, epoch_seconds(moment), utcformat(moment),
-                                     enqueue_dependents, remove_from_dependencies)
+        outcome = scripts.cancel_job(
+            self.connection,
+            self.id,
+            epoch_seconds(moment),
+            utcformat(moment),
+            enqueue_dependents,
+            remove_from_dependencies,
+        )
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if outcome == 0:
@@ -538,7 +536,8 @@ class Job:
         from .registry import FailedJobRegistry
 
         return FailedJobRegistry(self.origin, connection=self.connection, serializer=self.serializer).requeue(
-            self, at_front=at_front)
+            self, at_front=at_front
+        )
 
     def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""

@@ -177,8 +177,12 @@ def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
 
 
 # What RQ's readers take as unset, for the fields they parse whenever present; "" for all others.
-_RESET_VALUES = {'success_callback_timeout': '60', 'failure_callback_timeout': '60', 'stopped_callback_timeout': '60',
-                 'enqueue_at_front': '0'}
+_RESET_VALUES = {
+    'success_callback_timeout': '60',
+    'failure_callback_timeout': '60',
+    'stopped_callback_timeout': '60',
+    'enqueue_at_front': '0',
+}
 
 
 def unreadable_fields(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> dict[str, tuple[Any, str]]:

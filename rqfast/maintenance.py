@@ -52,44 +52,79 @@ def abandoned_exc_string(moment: datetime) -> str:
     return f'Moved to FailedJobRegistry, due to AbandonedJobError, at {moment}'
 
 
-def clean_registries(connection: Redis, queues: Sequence[str], timestamp: float | None = None,
-                     serializer: Any = None, exception_handlers: Sequence[Any] | None = None,
-                     job_class: type[Job] = Job) -> Report:
+def clean_registries(
+    connection: Redis,
+    queues: Sequence[str],
+    timestamp: float | None = None,
+    serializer: Any = None,
+    exception_handlers: Sequence[Any] | None = None,
+    job_class: type[Job] = Job,
+) -> Report:
     """The whole pass for `queues`; `timestamp` pins the expiry cutoff (default: now)."""
     return _run(connection, list(queues), True, timestamp, serializer, exception_handlers, job_class)
 
 
-def fail_abandoned_jobs(connection: Redis, queue: str, timestamp: float | None = None, serializer: Any = None,
-                        exception_handlers: list[Any] | None = None, job_class: type[Job] = Job) -> int:
+def fail_abandoned_jobs(
+    connection: Redis,
+    queue: str,
+    timestamp: float | None = None,
+    serializer: Any = None,
+    exception_handlers: list[Any] | None = None,
+    job_class: type[Job] = Job,
+) -> int:
     """RQ's StartedJobRegistry.cleanup: fail or retry the jobs whose worker stopped heartbeating; how many."""
     report = _run(connection, [queue], False, timestamp, serializer, exception_handlers, job_class)
     return len(report.abandoned)
 
 
-def _run(connection: Redis, queues: list[str], whole: bool, timestamp: float | None, serializer: Any,
-         exception_handlers: Sequence[Any] | None, job_class: type[Job]) -> Report:
+def _run(
+    connection: Redis,
+    queues: list[str],
+    whole: bool,
+    timestamp: float | None,
+    serializer: Any,
+    exception_handlers: Sequence[Any] | None,
+    job_class: type[Job],
+) -> Report:
     moment = now()
     now_epoch = epoch_seconds(moment)
     cutoff = int(timestamp) if timestamp is not None else now_epoch
     exc_string = abandoned_exc_string(moment)
     handled, rescued, stats, locked = scripts.clean_registries(
-        connection, utcformat(moment), repr(moment.timestamp()), now_epoch, cutoff, encode_exc_string(exc_string),
-        DEFAULT_FAILURE_TTL, whole, LOCK_TTL, STUCK_AFTER, FIRST_SEEN_TTL, queues,
+        connection,
+        utcformat(moment),
+        repr(moment.timestamp()),
+        now_epoch,
+        cutoff,
+        encode_exc_string(exc_string),
+        DEFAULT_FAILURE_TTL,
+        whole,
+        LOCK_TTL,
+        STUCK_AFTER,
+        FIRST_SEEN_TTL,
+        queues,
     )
-    report = Report(finished_expired=int(stats[0]), failed_expired=int(stats[1]), dropped=int(stats[2]),
-                    dead_workers=int(stats[3]), locked=[_text(q) for q in locked])
+    report = Report(
+        finished_expired=int(stats[0]),
+        failed_expired=int(stats[1]),
+        dropped=int(stats[2]),
+        dead_workers=int(stats[3]),
+        locked=[_text(q) for q in locked],
+    )
     with_callback: list[str] = []
     for i in range(0, len(handled), 4):
         queue, job_id, outcome = _text(handled[i]), _text(handled[i + 1]), _text(handled[i + 2])
         report.abandoned.append((queue, job_id, outcome))
-        logger.warning('StartedJobRegistry cleanup: %s %s', job_id,
-                       exc_string if outcome == 'failed' else 'abandoned, retried')
+        logger.warning(
+            'StartedJobRegistry cleanup: %s %s', job_id, exc_string if outcome == 'failed' else 'abandoned, retried'
+        )
         if int(handled[i + 3]) or exception_handlers:
             with_callback.append(job_id)
     for i in range(0, len(rescued), 2):
         report.rescued.append((_text(rescued[i]), _text(rescued[i + 1])))
-        logger.warning('%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0],
-                       report.rescued[-1][1])
+        logger.warning(
+            '%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0], report.rescued[-1][1]
+        )
     if with_callback:
         _run_failure_callbacks(connection, with_callback, serializer, exception_handlers or (), job_class)
     return report
@@ -105,8 +140,9 @@ class _NoDeathPenalty(BaseDeathPenalty):
         pass
 
 
-def _run_failure_callbacks(connection: Redis, job_ids: list[str], serializer: Any, handlers: Sequence[Any],
-                           job_class: type[Job]) -> None:
+def _run_failure_callbacks(
+    connection: Redis, job_ids: list[str], serializer: Any, handlers: Sequence[Any], job_class: type[Job]
+) -> None:
     penalty = UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else _NoDeathPenalty
     serializer = resolve_serializer(serializer)
     for job_id in job_ids:

@@ -25,8 +25,26 @@ ENQUEUE_CHUNK = 1000
 
 EnqueueData = namedtuple(
     'EnqueueData',
-    ['func', 'args', 'kwargs', 'timeout', 'result_ttl', 'ttl', 'failure_ttl', 'description', 'depends_on',
-     'job_id', 'at_front', 'meta', 'retry', 'on_success', 'on_failure', 'on_stopped', 'repeat', 'webhooks'],
+    [
+        'func',
+        'args',
+        'kwargs',
+        'timeout',
+        'result_ttl',
+        'ttl',
+        'failure_ttl',
+        'description',
+        'depends_on',
+        'job_id',
+        'at_front',
+        'meta',
+        'retry',
+        'on_success',
+        'on_failure',
+        'on_stopped',
+        'repeat',
+        'webhooks',
+    ],
 )
 
 
@@ -53,19 +71,50 @@ class EnqueueArgs(NamedTuple):
     webhooks: Any
 
 
-_OPTION_NAMES = ('job_timeout', 'description', 'result_ttl', 'ttl', 'failure_ttl', 'depends_on', 'job_id',
-                 'at_front', 'meta', 'retry', 'repeat', 'on_success', 'on_failure', 'on_stopped', 'pipeline',
-                 'unique')
+_OPTION_NAMES = (
+    'job_timeout',
+    'description',
+    'result_ttl',
+    'ttl',
+    'failure_ttl',
+    'depends_on',
+    'job_id',
+    'at_front',
+    'meta',
+    'retry',
+    'repeat',
+    'on_success',
+    'on_failure',
+    'on_stopped',
+    'pipeline',
+    'unique',
+)
 
 
-def _record(job: Job, mode: str, at_front: bool = False, unique: bool = False, score: int | str = '',
-            allow_failure: bool = False) -> list[Any]:
+def _record(
+    job: Job,
+    mode: str,
+    at_front: bool = False,
+    unique: bool = False,
+    score: int | str = '',
+    allow_failure: bool = False,
+) -> list[Any]:
     """One job's record for enqueue_jobs.lua; the script sets status and enqueued_at itself."""
     fields = job_fields(job)
     fields.pop('status', None)
     fields.pop('enqueued_at', None)
-    record: list[Any] = [job.id, mode, int(bool(at_front)), int(unique), job.ttl or '', score, int(allow_failure),
-                         len(job._dependency_ids), *job._dependency_ids, len(fields)]
+    record: list[Any] = [
+        job.id,
+        mode,
+        int(bool(at_front)),
+        int(unique),
+        job.ttl or '',
+        score,
+        int(allow_failure),
+        len(job._dependency_ids),
+        *job._dependency_ids,
+        len(fields),
+    ]
     for name, value in fields.items():
         record.extend((name, value))
     return record
@@ -103,16 +152,27 @@ class Queue:
         self.serializer = resolve_serializer(serializer)
 
     @classmethod
-    def all(cls, connection: Redis, job_class: Any = None, serializer: Any = None,
-            death_penalty_class: Any = None) -> list[Queue]:
-        return [cls.from_queue_key(m.decode(), connection=connection, job_class=job_class, serializer=serializer)
-                for m in connection.smembers(keys.QUEUES) if m]  # type: ignore[union-attr]
+    def all(
+        cls, connection: Redis, job_class: Any = None, serializer: Any = None, death_penalty_class: Any = None
+    ) -> list[Queue]:
+        return [
+            cls.from_queue_key(m.decode(), connection=connection, job_class=job_class, serializer=serializer)
+            for m in connection.smembers(keys.QUEUES)
+            if m
+        ]  # type: ignore[union-attr]
 
     @classmethod
-    def from_queue_key(cls, queue_key: str, connection: Redis, job_class: Any = None, serializer: Any = None,
-                       death_penalty_class: Any = None) -> Queue:
-        return cls(keys.queue_name_from_key(queue_key), connection=connection, job_class=job_class,
-                   serializer=serializer)
+    def from_queue_key(
+        cls,
+        queue_key: str,
+        connection: Redis,
+        job_class: Any = None,
+        serializer: Any = None,
+        death_penalty_class: Any = None,
+    ) -> Queue:
+        return cls(
+            keys.queue_name_from_key(queue_key), connection=connection, job_class=job_class, serializer=serializer
+        )
 
     def __len__(self) -> int:
         return self.count
@@ -278,10 +338,25 @@ class Queue:
         if ttl is not None and ttl <= 0:
             raise ValueError('Job ttl must be greater than 0')
         job = self.job_class.create(
-            func, args=args, kwargs=kwargs, connection=self.connection, result_ttl=result_ttl, ttl=ttl,
-            failure_ttl=failure_ttl, status=status, description=description, depends_on=depends_on,
-            timeout=timeout, id=job_id, origin=self.name, meta=meta, serializer=self.serializer,
-            on_success=on_success, on_failure=on_failure, on_stopped=on_stopped, webhooks=webhooks,
+            func,
+            args=args,
+            kwargs=kwargs,
+            connection=self.connection,
+            result_ttl=result_ttl,
+            ttl=ttl,
+            failure_ttl=failure_ttl,
+            status=status,
+            description=description,
+            depends_on=depends_on,
+            timeout=timeout,
+            id=job_id,
+            origin=self.name,
+            meta=meta,
+            serializer=self.serializer,
+            on_success=on_success,
+            on_failure=on_failure,
+            on_stopped=on_stopped,
+            webhooks=webhooks,
             group_id=group_id,
         )
         if retry:
@@ -302,21 +377,51 @@ class Queue:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
             args, kwargs = kwargs.pop('args', None), kwargs.pop('kwargs', None)  # type: ignore[assignment]
         return EnqueueArgs(
-            f, options['job_timeout'], options['description'], options['result_ttl'], options['ttl'],
-            options['failure_ttl'], options['depends_on'], options['job_id'], bool(options['at_front']),
-            options['meta'], options['retry'], options['repeat'], options['on_success'], options['on_failure'],
-            options['on_stopped'], options['pipeline'], bool(options['unique']), args, kwargs, webhooks,
+            f,
+            options['job_timeout'],
+            options['description'],
+            options['result_ttl'],
+            options['ttl'],
+            options['failure_ttl'],
+            options['depends_on'],
+            options['job_id'],
+            bool(options['at_front']),
+            options['meta'],
+            options['retry'],
+            options['repeat'],
+            options['on_success'],
+            options['on_failure'],
+            options['on_stopped'],
+            options['pipeline'],
+            bool(options['unique']),
+            args,
+            kwargs,
+            webhooks,
         )
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
         parsed = self.parse_args(f, *args, **kwargs)
         return self.enqueue_call(
-            func=parsed.func, args=parsed.args, kwargs=parsed.kwargs, timeout=parsed.timeout,
-            result_ttl=parsed.result_ttl, ttl=parsed.ttl, failure_ttl=parsed.failure_ttl,
-            description=parsed.description, depends_on=parsed.depends_on, job_id=parsed.job_id,
-            at_front=parsed.at_front, meta=parsed.meta, retry=parsed.retry, repeat=parsed.repeat,
-            on_success=parsed.on_success, on_failure=parsed.on_failure, on_stopped=parsed.on_stopped,
-            webhooks=parsed.webhooks, pipeline=parsed.pipeline, unique=parsed.unique,
+            func=parsed.func,
+            args=parsed.args,
+            kwargs=parsed.kwargs,
+            timeout=parsed.timeout,
+            result_ttl=parsed.result_ttl,
+            ttl=parsed.ttl,
+            failure_ttl=parsed.failure_ttl,
+            description=parsed.description,
+            depends_on=parsed.depends_on,
+            job_id=parsed.job_id,
+            at_front=parsed.at_front,
+            meta=parsed.meta,
+            retry=parsed.retry,
+            repeat=parsed.repeat,
+            on_success=parsed.on_success,
+            on_failure=parsed.on_failure,
+            on_stopped=parsed.on_stopped,
+            webhooks=parsed.webhooks,
+            pipeline=parsed.pipeline,
+            unique=parsed.unique,
         )
 
     def enqueue_call(
@@ -345,10 +450,24 @@ class Queue:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
         job = self.create_job(
-            func, args=args, kwargs=kwargs, result_ttl=result_ttl, ttl=ttl, failure_ttl=failure_ttl,
-            description=description, depends_on=depends_on, job_id=job_id, meta=meta, status=JobStatus.QUEUED,
-            timeout=timeout, retry=retry, repeat=repeat, on_success=on_success, on_failure=on_failure,
-            on_stopped=on_stopped, webhooks=webhooks,
+            func,
+            args=args,
+            kwargs=kwargs,
+            result_ttl=result_ttl,
+            ttl=ttl,
+            failure_ttl=failure_ttl,
+            description=description,
+            depends_on=depends_on,
+            job_id=job_id,
+            meta=meta,
+            status=JobStatus.QUEUED,
+            timeout=timeout,
+            retry=retry,
+            repeat=repeat,
+            on_success=on_success,
+            on_failure=on_failure,
+            on_stopped=on_stopped,
+            webhooks=webhooks,
         )
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
@@ -402,22 +521,47 @@ class Queue:
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
     ) -> EnqueueData:
-        return EnqueueData(func, args, kwargs, timeout, result_ttl, ttl, failure_ttl, description, depends_on,
-                           job_id, at_front, meta, retry, on_success, on_failure, on_stopped, repeat, webhooks)
+        return EnqueueData(
+            func,
+            args,
+            kwargs,
+            timeout,
+            result_ttl,
+            ttl,
+            failure_ttl,
+            description,
+            depends_on,
+            job_id,
+            at_front,
+            meta,
+            retry,
+            on_success,
+            on_failure,
+            on_stopped,
+            repeat,
+            webhooks,
+        )
 
-    def enqueue_many(self, job_datas: Iterable[EnqueueData], pipeline: Any = None,
-                     group_id: str | None = None) -> list[Job]:
+    def enqueue_many(
+        self, job_datas: Iterable[EnqueueData], pipeline: Any = None, group_id: str | None = None
+    ) -> list[Job]:
         """Enqueue many jobs, one script call per 1,000; every job is validated before the first call."""
         datas = list(job_datas)
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in datas if not d.depends_on]
         dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in datas if d.depends_on]
-        records = [_record(job, 'queue', at_front=d.at_front)
-                   for job, d in zip(plain, [d for d in datas if not d.depends_on], strict=True)]
-        records += [_record(job, 'batch', at_front=bool(job.enqueue_at_front),
-                            allow_failure=bool(job.allow_dependency_failures)) for job in dependent]
+        records = [
+            _record(job, 'queue', at_front=d.at_front)
+            for job, d in zip(plain, [d for d in datas if not d.depends_on], strict=True)
+        ]
+        records += [
+            _record(
+                job, 'batch', at_front=bool(job.enqueue_at_front), allow_failure=bool(job.allow_dependency_failures)
+            )
+            for job in dependent
+        ]
         everything = plain + dependent
         for start in range(0, len(everything), ENQUEUE_CHUNK):
-            self._store(everything[start:start + ENQUEUE_CHUNK], records[start:start + ENQUEUE_CHUNK])
+            self._store(everything[start : start + ENQUEUE_CHUNK], records[start : start + ENQUEUE_CHUNK])
         if group_id:
             self.connection.sadd(keys.group_key(group_id), *[job.id for job in everything])
             self.connection.sadd(keys.GROUPS, group_id)
@@ -427,11 +571,25 @@ class Queue:
 
     def _job_from_data(self, data: EnqueueData, status: JobStatus, group_id: str | None) -> Job:
         return self.create_job(
-            data.func, args=data.args, kwargs=data.kwargs, timeout=data.timeout, result_ttl=data.result_ttl,
-            ttl=data.ttl, failure_ttl=data.failure_ttl, description=data.description, depends_on=data.depends_on,
-            job_id=data.job_id, meta=data.meta, status=status, retry=data.retry, repeat=data.repeat,
-            on_success=data.on_success, on_failure=data.on_failure, on_stopped=data.on_stopped,
-            webhooks=data.webhooks, group_id=group_id,
+            data.func,
+            args=data.args,
+            kwargs=data.kwargs,
+            timeout=data.timeout,
+            result_ttl=data.result_ttl,
+            ttl=data.ttl,
+            failure_ttl=data.failure_ttl,
+            description=data.description,
+            depends_on=data.depends_on,
+            job_id=data.job_id,
+            meta=data.meta,
+            status=status,
+            retry=data.retry,
+            repeat=data.repeat,
+            on_success=data.on_success,
+            on_failure=data.on_failure,
+            on_stopped=data.on_stopped,
+            webhooks=data.webhooks,
+            group_id=group_id,
         )
 
     # --- scheduling
@@ -439,11 +597,23 @@ class Queue:
     def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> Job:
         parsed = self.parse_args(f, *args, **kwargs)
         job = self.create_job(
-            parsed.func, args=parsed.args, kwargs=parsed.kwargs, timeout=parsed.timeout,
-            result_ttl=parsed.result_ttl, ttl=parsed.ttl, failure_ttl=parsed.failure_ttl,
-            description=parsed.description, depends_on=parsed.depends_on, job_id=parsed.job_id,
-            meta=parsed.meta, retry=parsed.retry, repeat=parsed.repeat, on_success=parsed.on_success,
-            on_failure=parsed.on_failure, on_stopped=parsed.on_stopped, webhooks=parsed.webhooks,
+            parsed.func,
+            args=parsed.args,
+            kwargs=parsed.kwargs,
+            timeout=parsed.timeout,
+            result_ttl=parsed.result_ttl,
+            ttl=parsed.ttl,
+            failure_ttl=parsed.failure_ttl,
+            description=parsed.description,
+            depends_on=parsed.depends_on,
+            job_id=parsed.job_id,
+            meta=parsed.meta,
+            retry=parsed.retry,
+            repeat=parsed.repeat,
+            on_success=parsed.on_success,
+            on_failure=parsed.on_failure,
+            on_stopped=parsed.on_stopped,
+            webhooks=parsed.webhooks,
         )
         if parsed.at_front:
             job.enqueue_at_front = True
@@ -478,4 +648,3 @@ class Queue:
     def pop_job_id(self) -> str | None:
         job_id = self.connection.lpop(self.key)
         return job_id.decode() if job_id else None  # type: ignore[union-attr]
-

@@ -77,8 +77,11 @@ class BaseRegistry:
         target = pipeline if pipeline is not None else self.connection
         removed = target.zrem(self.key, job_id)
         if delete_job:
-            instance = job if isinstance(job, Job) else self.job_class.fetch(
-                job_id, connection=self.connection, serializer=self.serializer)
+            instance = (
+                job
+                if isinstance(job, Job)
+                else self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer)
+            )
             instance.delete()
         return cast(int, removed)
 
@@ -191,8 +194,9 @@ class StartedJobRegistry(BaseRegistry):
         job_id = item.id if isinstance(item, Job) else item
         return job_id in self.get_job_ids(cleanup=False)
 
-    def get_job_and_execution_ids(self, start: int = 0, end: int = -1, desc: bool = False,
-                                  cleanup: bool = True) -> list[tuple[str, str]]:
+    def get_job_and_execution_ids(
+        self, start: int = 0, end: int = -1, desc: bool = False, cleanup: bool = True
+    ) -> list[tuple[str, str]]:
         if cleanup:
             self.cleanup()
         pairs = []
@@ -211,8 +215,13 @@ class StartedJobRegistry(BaseRegistry):
         """Fail (or retry) the jobs whose worker stopped heartbeating, as RQ's cleanup does."""
         from .maintenance import fail_abandoned_jobs
 
-        fail_abandoned_jobs(self.connection, self.name, timestamp=timestamp, serializer=self.serializer,
-                            exception_handlers=exception_handlers)
+        fail_abandoned_jobs(
+            self.connection,
+            self.name,
+            timestamp=timestamp,
+            serializer=self.serializer,
+            exception_handlers=exception_handlers,
+        )
 
 
 def clean_registries(queue: Queue, exception_handlers: list | None = None) -> None:

@@ -57,9 +57,17 @@ def _text(value: Any) -> str:
 class RQScheduler:
     Status = SchedulerStatus
 
-    def __init__(self, queues: Any, connection: Redis, interval: float = 1, logging_level: Any = None,
-                 date_format: str | None = None, log_format: str | None = None, serializer: Any = None,
-                 name: str | None = None):
+    def __init__(
+        self,
+        queues: Any,
+        connection: Redis,
+        interval: float = 1,
+        logging_level: Any = None,
+        date_format: str | None = None,
+        log_format: str | None = None,
+        serializer: Any = None,
+        name: str | None = None,
+    ):
         self._queue_names = _names(queues)
         self.connection = connection
         self.interval = interval
@@ -97,8 +105,11 @@ class RQScheduler:
 
     def to_dict(self) -> dict[str, str]:
         return {
-            'name': self.name, 'hostname': self.hostname, 'pid': str(self.pid),
-            'queues': ','.join(self._queue_names), 'created_at': utcformat(self.created_at),
+            'name': self.name,
+            'hostname': self.hostname,
+            'pid': str(self.pid),
+            'queues': ','.join(self._queue_names),
+            'created_at': utcformat(self.created_at),
             'last_heartbeat': utcformat(self.last_heartbeat or now()),
         }
 
@@ -125,9 +136,19 @@ class RQScheduler:
         self.last_heartbeat = moment
         self._status = SchedulerStatus.WORKING
         try:
-            reply = scripts.schedule_jobs(self.connection, self.name, self.lock_ttl, utcformat(moment),
-                                          epoch_seconds(moment), CHUNK_SIZE, acquire, move, release,
-                                          {} if release else self.to_dict(), self._queue_names)
+            reply = scripts.schedule_jobs(
+                self.connection,
+                self.name,
+                self.lock_ttl,
+                utcformat(moment),
+                epoch_seconds(moment),
+                CHUNK_SIZE,
+                acquire,
+                move,
+                release,
+                {} if release else self.to_dict(),
+                self._queue_names,
+            )
         finally:
             self._status = SchedulerStatus.STARTED
         held = {q for q, (state, _) in zip(self._queue_names, reply, strict=True) if state > 0}

@@ -76,11 +76,20 @@ def enqueue_jobs(connection: Redis, queue: str, now_text: str, now_epoch: int, r
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]
 
 
-def cancel_job(connection: Redis, job_id: str, now_epoch: int, now_text: str, enqueue_dependents: bool,
-               remove_from_dependencies: bool) -> int:
+def cancel_job(
+    connection: Redis,
+    job_id: str,
+    now_epoch: int,
+    now_text: str,
+    enqueue_dependents: bool,
+    remove_from_dependencies: bool,
+) -> int:
     """1 when canceled, 0 when the job does not exist, -1 when it was canceled already."""
-    return int(script('cancel_job')(connection, [job_id, now_epoch, now_text, int(enqueue_dependents),
-                                                 int(remove_from_dependencies)]))
+    return int(
+        script('cancel_job')(
+            connection, [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
+        )
+    )
 
 
 def delete_job(connection: Redis, job_id: str, remove_from_queue: bool, delete_dependents: bool) -> int:
@@ -93,21 +102,65 @@ def empty_queue(connection: Redis, queue: str) -> int:
     return int(script('empty_queue')(connection, [queue]))
 
 
-def claim_job(connection: Redis, worker_name: str, times: list[Any], monitoring_interval: int, idle_ttl: int,
-              execution_id: str, moved_id: str, moved_queue: str, queues: list[str]) -> list[Any]:
+def claim_job(
+    connection: Redis,
+    worker_name: str,
+    times: list[Any],
+    monitoring_interval: int,
+    idle_ttl: int,
+    execution_id: str,
+    moved_id: str,
+    moved_queue: str,
+    queues: list[str],
+) -> list[Any]:
     """See lua/claim_job.lua: {job id, queue, job hash (flat), dropped ids, suspended}."""
-    args = [worker_name, *times, monitoring_interval, idle_ttl, execution_id, moved_id, moved_queue,
-            len(queues), *queues]
+    args = [
+        worker_name,
+        *times,
+        monitoring_interval,
+        idle_ttl,
+        execution_id,
+        moved_id,
+        moved_queue,
+        len(queues),
+        *queues,
+    ]
     return script('claim_job')(connection, args)  # type: ignore[no-any-return]
 
 
-def finish_job(connection: Redis, worker_name: str, times: list[Any], job_id: str, queue: str, execution_id: str,
-               plan: Any, working_time: float, claim_next: bool, monitoring_interval: int, idle_ttl: int,
-               next_execution_id: str, queues: list[str]) -> list[Any]:
+def finish_job(
+    connection: Redis,
+    worker_name: str,
+    times: list[Any],
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    plan: Any,
+    working_time: float,
+    claim_next: bool,
+    monitoring_interval: int,
+    idle_ttl: int,
+    next_execution_id: str,
+    queues: list[str],
+) -> list[Any]:
     """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job."""
-    args: list[Any] = [worker_name, *times, job_id, queue, execution_id, plan.registry, plan.registry_score,
-                       plan.job_ttl, plan.release_as, plan.put_back, plan.schedule_score, plan.counter,
-                       repr(float(working_time)), plan.stream_ttl, len(plan.fields)]
+    args: list[Any] = [
+        worker_name,
+        *times,
+        job_id,
+        queue,
+        execution_id,
+        plan.registry,
+        plan.registry_score,
+        plan.job_ttl,
+        plan.release_as,
+        plan.put_back,
+        plan.schedule_score,
+        plan.counter,
+        repr(float(working_time)),
+        plan.stream_ttl,
+        len(plan.fields),
+    ]
     for name, value in plan.fields.items():
         args.extend((name, value))
     args.append(len(plan.stream))
@@ -117,8 +170,15 @@ def finish_job(connection: Redis, worker_name: str, times: list[Any], job_id: st
     return script('finish_job')(connection, args)  # type: ignore[no-any-return]
 
 
-def register_worker(connection: Redis, name: str, what: str, ttl: int, now_text: str, queues: list[str],
-                    fields: dict[str, Any] | None = None) -> bool:
+def register_worker(
+    connection: Redis,
+    name: str,
+    what: str,
+    ttl: int,
+    now_text: str,
+    queues: list[str],
+    fields: dict[str, Any] | None = None,
+) -> bool:
     """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
     args: list[Any] = [name, what, ttl, now_text, len(queues), *queues]
     if fields is not None:
@@ -128,8 +188,15 @@ def register_worker(connection: Redis, name: str, what: str, ttl: int, now_text:
     return bool(script('register_worker')(connection, args))
 
 
-def heartbeat(connection: Redis, name: str, worker_ttl: int, times: list[Any], job_ttl: int, working_time: str,
-              jobs: list[tuple[str, str, str]]) -> bool:
+def heartbeat(
+    connection: Redis,
+    name: str,
+    worker_ttl: int,
+    times: list[Any],
+    job_ttl: int,
+    working_time: str,
+    jobs: list[tuple[str, str, str]],
+) -> bool:
     """Heartbeat the worker and its jobs in flight (id, queue, execution id); True if suspended."""
     args: list[Any] = [name, worker_ttl, *times, job_ttl, working_time, len(jobs)]
     for job in jobs:
@@ -145,8 +212,19 @@ def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
     return int(script('return_jobs')(connection, args))
 
 
-def schedule_jobs(connection: Redis, name: str, ttl: int, now_text: str, now_epoch: int, limit: int, acquire: bool,
-                  move: bool, release: bool, fields: dict[str, Any], queues: list[str]) -> list[tuple[int, int]]:
+def schedule_jobs(
+    connection: Redis,
+    name: str,
+    ttl: int,
+    now_text: str,
+    now_epoch: int,
+    limit: int,
+    acquire: bool,
+    move: bool,
+    release: bool,
+    fields: dict[str, Any],
+    queues: list[str],
+) -> list[tuple[int, int]]:
     """A scheduler tick (see lua/schedule_jobs.lua): per queue, (lock state, jobs moved)."""
     args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), int(release), len(fields)]
     for key, value in fields.items():
@@ -156,12 +234,35 @@ def schedule_jobs(connection: Redis, name: str, ttl: int, now_text: str, now_epo
     return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 
 
-def clean_registries(connection: Redis, now_text: str, now_float: str, now_epoch: int, cutoff: int, exc_string: str,
-                     default_failure_ttl: int, whole: bool, lock_ttl: int, stuck_after: int, first_seen_ttl: int,
-                     queues: list[str]) -> list[Any]:
+def clean_registries(
+    connection: Redis,
+    now_text: str,
+    now_float: str,
+    now_epoch: int,
+    cutoff: int,
+    exc_string: str,
+    default_failure_ttl: int,
+    whole: bool,
+    lock_ttl: int,
+    stuck_after: int,
+    first_seen_ttl: int,
+    queues: list[str],
+) -> list[Any]:
     """A maintenance pass (see lua/clean_registries.lua): {handled, rescued, stats, locked queues}."""
-    args: list[Any] = [now_text, now_float, now_epoch, cutoff, exc_string, default_failure_ttl,
-                       'all' if whole else 'started', lock_ttl, stuck_after, first_seen_ttl, len(queues), *queues]
+    args: list[Any] = [
+        now_text,
+        now_float,
+        now_epoch,
+        cutoff,
+        exc_string,
+        default_failure_ttl,
+        'all' if whole else 'started',
+        lock_ttl,
+        stuck_after,
+        first_seen_ttl,
+        len(queues),
+        *queues,
+    ]
     return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
 
 

@@ -39,8 +39,21 @@ def redis_url() -> Iterator[str]:
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix='rqfast-redis-')
     proc = subprocess.Popen(
-        [binary, '--port', str(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-         '--dir', workdir, '--logfile', os.path.join(workdir, 'redis.log')],
+        [
+            binary,
+            '--port',
+            str(port),
+            '--bind',
+            '127.0.0.1',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            workdir,
+            '--logfile',
+            os.path.join(workdir, 'redis.log'),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -31,7 +31,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO_DIR = TESTS_DIR.parent
 
 # A worker in a process of its own, for the pub/sub commands: python -c RUNNER <url> <class> <name> <json>
-RUNNER = '''
+RUNNER = """
 import importlib, json, sys
 sys.path[:0] = [sys.argv[5], sys.argv[6]]
 import redis
@@ -42,7 +42,7 @@ worker = getattr(importlib.import_module(module), attr)(['q'], name=name, connec
 for key, value in options.get('attrs', {}).items():
     setattr(worker, key, value)
 worker.work(burst=True, logging_level='INFO')
-'''
+"""
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
@@ -81,8 +81,21 @@ class WorkerProcess:
     def __init__(self, url: str, worker_path: str, name: str, options: dict[str, Any] | None = None) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, '-c', RUNNER, url, worker_path, name, json.dumps(options or {}), str(TESTS_DIR),
-             str(REPO_DIR)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(REPO_DIR))
+            [
+                sys.executable,
+                '-c',
+                RUNNER,
+                url,
+                worker_path,
+                name,
+                json.dumps(options or {}),
+                str(TESTS_DIR),
+                str(REPO_DIR),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=str(REPO_DIR),
+        )
 
     def wait(self, timeout: float = 20) -> str:
         try:
@@ -205,8 +218,9 @@ class HorseContract:
     @pytest.mark.timeout(30)
     def test_a_job_past_its_timeout_fails_with_job_timeout_exception(self, redis_conn: redis.Redis) -> None:
         queue = rqfast.Queue('q', connection=redis_conn)
-        job = queue.enqueue('jobs.long_running', 20, job_timeout=1,
-                            on_failure=rqfast.Callback('jobs_isolation.record_failure'))
+        job = queue.enqueue(
+            'jobs.long_running', 20, job_timeout=1, on_failure=rqfast.Callback('jobs_isolation.record_failure')
+        )
         after = queue.enqueue('jobs.say_hello')
         started = time.monotonic()
         self.run_burst(redis_conn)
@@ -248,8 +262,9 @@ class HorseContract:
     @pytest.mark.timeout(60)
     def test_stop_job_command(self, redis_conn: redis.Redis, worker_process: Any) -> None:
         queue = rqfast.Queue('q', connection=redis_conn)
-        job = queue.enqueue('jobs_isolation.announce_and_sleep', 30,
-                            on_stopped=rqfast.Callback('jobs_isolation.record_stopped'))
+        job = queue.enqueue(
+            'jobs_isolation.announce_and_sleep', 30, on_stopped=rqfast.Callback('jobs_isolation.record_stopped')
+        )
         after = queue.enqueue('jobs.say_hello')
         process = worker_process('stoppable')
         wait_until(lambda: redis_conn.exists(f'running:{job.id}'), timeout=20)

@@ -61,9 +61,14 @@ def enqueue_from_inside() -> dict[str, Any]:
 
 def where_am_i() -> dict[str, Any]:
     """The process a job runs in: its pid, its parent, and whether the worker's modules are loaded."""
-    return {'pid': os.getpid(), 'ppid': os.getppid(), 'worker_loaded': 'rqfast.worker.base' in sys.modules,
-            'redis_loaded': 'redis' in sys.modules,
-            'worker_id': os.environ.get('RQ_WORKER_ID'), 'job_id': os.environ.get('RQ_JOB_ID')}
+    return {
+        'pid': os.getpid(),
+        'ppid': os.getppid(),
+        'worker_loaded': 'rqfast.worker.base' in sys.modules,
+        'redis_loaded': 'redis' in sys.modules,
+        'worker_id': os.environ.get('RQ_WORKER_ID'),
+        'job_id': os.environ.get('RQ_JOB_ID'),
+    }
 
 
 def print_and_return(text: str) -> str:

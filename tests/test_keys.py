@@ -8,8 +8,8 @@ from rqfast import keys
 from rqfast.scripts import _lua_dir
 
 CASES = {
-    "K.queues": keys.QUEUES,
-    "K.workers": keys.WORKERS,
+    'K.queues': keys.QUEUES,
+    'K.workers': keys.WORKERS,
     "K.queue('q1')": keys.queue_key('q1'),
     "K.intermediate('q1')": keys.intermediate_queue_key('q1'),
     "K.job('j1')": keys.job_key('j1'),

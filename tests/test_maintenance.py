@@ -54,13 +54,30 @@ worker.work(burst=False, logging_level='WARNING', max_jobs=int(sys.argv[5]) or N
 """
 
 
-def start_worker(redis_url: str, name: str, monitoring_interval: int = MONITORING_INTERVAL,
-                 maintenance_interval: int = 60, max_jobs: int = 1, max_idle_time: int = 20) -> subprocess.Popen:
+def start_worker(
+    redis_url: str,
+    name: str,
+    monitoring_interval: int = MONITORING_INTERVAL,
+    maintenance_interval: int = 60,
+    max_jobs: int = 1,
+    max_idle_time: int = 20,
+) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS.parent)]))
     return subprocess.Popen(
-        [sys.executable, '-c', WORKER_SCRIPT, redis_url, name, str(monitoring_interval), str(maintenance_interval),
-         str(max_jobs), str(max_idle_time)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            '-c',
+            WORKER_SCRIPT,
+            redis_url,
+            name,
+            str(monitoring_interval),
+            str(maintenance_interval),
+            str(max_jobs),
+            str(max_idle_time),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -94,8 +111,7 @@ def wip_entries(conn: redis.Redis) -> list[tuple[str, float]]:
 
 def test_killed_worker_job_is_failed_as_abandoned(redis_conn: redis.Redis, redis_url: str, processes: list) -> None:
     queue = Queue('q', connection=redis_conn)
-    job = queue.enqueue(f'{WJOBS}.wait_for_key', 'never', 50,
-                        on_failure=Callback(f'{WJOBS}.failure_callback_meta'))
+    job = queue.enqueue(f'{WJOBS}.wait_for_key', 'never', 50, on_failure=Callback(f'{WJOBS}.failure_callback_meta'))
     killed_at = kill_mid_job(redis_conn, redis_url, processes, job)
 
     [(member, deadline)] = wip_entries(redis_conn)
@@ -127,8 +143,9 @@ def test_killed_worker_job_is_failed_as_abandoned(redis_conn: redis.Redis, redis
     assert job.id in rq.registry.FailedJobRegistry('q', connection=redis_conn)
 
 
-def test_killed_worker_job_is_retried_by_a_live_worker(redis_conn: redis.Redis, redis_url: str,
-                                                       processes: list) -> None:
+def test_killed_worker_job_is_retried_by_a_live_worker(
+    redis_conn: redis.Redis, redis_url: str, processes: list
+) -> None:
     """The live worker's own periodic pass finds the lapsed entry; it retries the job and then runs it."""
     queue = Queue('q', connection=redis_conn)
     job = queue.enqueue(f'{WJOBS}.wait_for_key', 'go', 50, retry=Retry(max=1))
@@ -153,8 +170,7 @@ def test_killed_worker_job_is_retried_by_a_live_worker(redis_conn: redis.Redis, 
     assert live.wait(25) == 0
 
 
-def test_killed_worker_job_is_failed_by_a_live_worker(redis_conn: redis.Redis, redis_url: str,
-                                                      processes: list) -> None:
+def test_killed_worker_job_is_failed_by_a_live_worker(redis_conn: redis.Redis, redis_url: str, processes: list) -> None:
     queue = Queue('q', connection=redis_conn)
     job = queue.enqueue(f'{WJOBS}.wait_for_key', 'never', 50)
     kill_mid_job(redis_conn, redis_url, processes, job)
@@ -252,8 +268,9 @@ def test_exception_handlers_see_abandoned_job_error(connection: redis.Redis) -> 
     claim(connection)
     seen: list[Any] = []
 
-    count = maintenance.fail_abandoned_jobs(connection, 'q', timestamp=lapse(),
-                                            exception_handlers=[lambda j, t, v, tb: seen.append((j.id, t))])
+    count = maintenance.fail_abandoned_jobs(
+        connection, 'q', timestamp=lapse(), exception_handlers=[lambda j, t, v, tb: seen.append((j.id, t))]
+    )
 
     assert count == 1
     assert seen == [(job.id, AbandonedJobError)]
@@ -338,8 +355,7 @@ def test_ids_stranded_in_the_intermediate_list_are_put_back(connection: redis.Re
     first = maintenance.clean_registries(connection, ['q'])  # first sighting: only noted
 
     assert first.rescued == [] and first.dropped == 1
-    assert connection.lrange(intermediate, 0, -1) == [stranded.id.encode(), canceled.id.encode(),
-                                                      running.id.encode()]
+    assert connection.lrange(intermediate, 0, -1) == [stranded.id.encode(), canceled.id.encode(), running.id.encode()]
     assert 86000 < connection.ttl(marker) <= 86400
     connection.set(marker, repr(time.time() - 61))
     connection.set(f'{intermediate}:first_seen:{canceled.id}', repr(time.time() - 61))
@@ -386,8 +402,7 @@ def test_a_held_maintenance_lock_skips_the_queue(connection: redis.Redis) -> Non
     assert not connection.exists(keys.maintenance_lock_key('p'))  # taken and released in the call
 
     connection.delete(keys.maintenance_lock_key('q'))
-    assert maintenance.clean_registries(connection, ['q'], timestamp=lapse()).abandoned == [
-        ('q', job.id, 'failed')]
+    assert maintenance.clean_registries(connection, ['q'], timestamp=lapse()).abandoned == [('q', job.id, 'failed')]
 
 
 def test_the_pass_is_one_round_trip(redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:

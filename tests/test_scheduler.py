@@ -230,8 +230,12 @@ RQScheduler(sys.argv[2].split(','), connection=Redis.from_url(sys.argv[1]), name
 
 def start_rq_scheduler(redis_url: str, queues: list[str], name: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS.parent)]))
-    return subprocess.Popen([sys.executable, '-c', RQ_SCHEDULER, redis_url, ','.join(queues), name], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, '-c', RQ_SCHEDULER, redis_url, ','.join(queues), name],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def test_an_rq_scheduler_lock_is_honoured(redis_conn: redis.Redis) -> None:

@@ -57,8 +57,12 @@ class WorkerProcess:
         self.log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in stop()
         path = os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])
         env = {**os.environ, 'PYTHONPATH': path}
-        self.proc = subprocess.Popen([sys.executable, str(HELPER), url, json.dumps(options)],
-                                     stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HELPER), url, json.dumps(options)],
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors='replace')
@@ -88,8 +92,10 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[Callable[..., Worke
         started.append(worker)
         if wait_registered:
             conn = redis.Redis.from_url(url or redis_url)
-            wait_until(lambda: conn.hget(worker.key, 'state') in (b'idle', b'busy', b'suspended'),
-                       what=f'worker {worker.name} to start; log:\n{worker.log()}')
+            wait_until(
+                lambda: conn.hget(worker.key, 'state') in (b'idle', b'busy', b'suspended'),
+                what=f'worker {worker.name} to start; log:\n{worker.log()}',
+            )
             conn.close()
         return worker
 
@@ -116,8 +122,7 @@ def assert_deregistered(conn: redis.Redis, worker: WorkerProcess, queue: str = '
 
 
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT])
-def test_idle_worker_stops_on_a_signal_and_deregisters(redis_conn: redis.Redis, start_worker: Any,
-                                                         signum: int) -> None:
+def test_idle_worker_stops_on_a_signal_and_deregisters(redis_conn: redis.Redis, start_worker: Any, signum: int) -> None:
     worker = start_worker()
     assert redis_conn.hget(worker.key, 'state') == b'idle'
     started = time.monotonic()
@@ -127,8 +132,7 @@ def test_idle_worker_stops_on_a_signal_and_deregisters(redis_conn: redis.Redis, 
     assert_deregistered(redis_conn, worker)
 
 
-def test_warm_shutdown_finishes_the_job_in_hand_and_takes_no_other(redis_conn: redis.Redis,
-                                                                   start_worker: Any) -> None:
+def test_warm_shutdown_finishes_the_job_in_hand_and_takes_no_other(redis_conn: redis.Redis, start_worker: Any) -> None:
     q = rqfast.Queue('q', connection=redis_conn)
     running = q.enqueue(worker_jobs.wait_for_key, 'go', 20)
     waiting = q.enqueue(jobs.noop)
@@ -146,8 +150,9 @@ def test_warm_shutdown_finishes_the_job_in_hand_and_takes_no_other(redis_conn: r
     assert_deregistered(redis_conn, worker)
 
 
-def test_cold_shutdown_fails_the_running_job_and_leaves_nothing_in_limbo(redis_conn: redis.Redis,
-                                                                         start_worker: Any) -> None:
+def test_cold_shutdown_fails_the_running_job_and_leaves_nothing_in_limbo(
+    redis_conn: redis.Redis, start_worker: Any
+) -> None:
     q = rqfast.Queue('q', connection=redis_conn)
     job = q.enqueue(worker_jobs.wait_for_key, 'never', 30)
     worker = start_worker()
@@ -279,9 +284,25 @@ class PrivateRedis:
 
     def start(self) -> None:
         binary = shutil.which('redis-server') or 'redis-server'
-        self.proc = subprocess.Popen([binary, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '',
-                                      '--appendonly', 'yes', '--appendfsync', 'always', '--dir', self.dir],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                '--port',
+                str(self.port),
+                '--bind',
+                '127.0.0.1',
+                '--save',
+                '',
+                '--appendonly',
+                'yes',
+                '--appendfsync',
+                'always',
+                '--dir',
+                self.dir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         client = redis.Redis.from_url(self.url)
         wait_until(lambda: self._ping(client), what='the private redis-server')
         client.close()
@@ -323,8 +344,9 @@ def test_idle_worker_survives_a_lost_connection(private_redis: PrivateRedis, sta
     conn.close()
 
 
-def test_busy_worker_survives_a_lost_connection_and_records_the_job(private_redis: PrivateRedis,
-                                                                    start_worker: Any) -> None:
+def test_busy_worker_survives_a_lost_connection_and_records_the_job(
+    private_redis: PrivateRedis, start_worker: Any
+) -> None:
     conn = redis.Redis.from_url(private_redis.url)
     q = rqfast.Queue('q', connection=conn)
     job = q.enqueue(jobs.long_running, 2)
@@ -343,15 +365,17 @@ def test_busy_worker_survives_a_lost_connection_and_records_the_job(private_redi
     conn.close()
 
 
-def test_commands_still_reach_a_worker_after_a_lost_connection(private_redis: PrivateRedis,
-                                                               start_worker: Any) -> None:
+def test_commands_still_reach_a_worker_after_a_lost_connection(private_redis: PrivateRedis, start_worker: Any) -> None:
     worker = start_worker(url=private_redis.url, idle_wakeup=1)
     private_redis.stop()
     time.sleep(0.5)
     private_redis.start()
     conn = redis.Redis.from_url(private_redis.url)
-    wait_until(lambda: conn.pubsub_numsub(f'rq:pubsub:{worker.name}')[0][1] == 1, timeout=15,
-               what='the worker to subscribe again')
+    wait_until(
+        lambda: conn.pubsub_numsub(f'rq:pubsub:{worker.name}')[0][1] == 1,
+        timeout=15,
+        what='the worker to subscribe again',
+    )
     rq.command.send_shutdown_command(conn, worker.name)
     assert worker.wait(10) == 0, worker.log()
     conn.close()

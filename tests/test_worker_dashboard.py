@@ -122,9 +122,10 @@ def test_dashboard_after_an_rqfast_run(dashboard: Any, redis_conn: redis.Redis) 
 
     counts = get(dashboard, QUEUES)['queues'][0]
     assert (counts['name'], counts['count']) == ('q', 0)
-    assert {name: counts[f'{name}_job_registry_count'] for name in
-            ('finished', 'failed', 'started', 'deferred', 'scheduled', 'canceled')} == \
-        {'finished': 1, 'failed': 2, 'started': 0, 'deferred': 1, 'scheduled': 1, 'canceled': 1}
+    assert {
+        name: counts[f'{name}_job_registry_count']
+        for name in ('finished', 'failed', 'started', 'deferred', 'scheduled', 'canceled')
+    } == {'finished': 1, 'failed': 2, 'started': 0, 'deferred': 1, 'scheduled': 1, 'canceled': 1}
 
     assert get(dashboard, WORKERS)['workers'] == []  # it died: gone from rq:workers
 

@@ -43,8 +43,9 @@ pytestmark = pytest.mark.timeout(30)
 def work(connection: redis.Redis, queues: Any = ('q',), **options: Any) -> SimpleWorker:
     """A burst run; the worker is returned for inspection."""
     worker_options = {k: options.pop(k) for k in list(options) if k not in WORK_KEYWORDS}
-    worker = SimpleWorker(list(queues) if not isinstance(queues, str) else queues, connection=connection,
-                          **worker_options)
+    worker = SimpleWorker(
+        list(queues) if not isinstance(queues, str) else queues, connection=connection, **worker_options
+    )
     worker.work(burst=True, logging_level='WARNING', **options)
     return worker
 
@@ -191,16 +192,19 @@ def test_an_unknown_strategy_is_refused(connection: redis.Redis) -> None:
 # What a job can be
 
 
-@pytest.mark.parametrize(('func', 'args', 'kwargs', 'expected'), [
-    (f'{jobs.__name__}.say_hello', (), {'name': 'Ann'}, 'Hi there, Ann!'),
-    (jobs.Number(9).div, (3,), {}, 3.0),
-    (jobs.callable_adder, (1,), {'b': 2}, 13),
-    (len, ([1, 2, 3],), {}, 3),
-    (jobs.async_add, (20, 22), {}, 42),
-    (jobs.echo, (1,), {'k': 'v'}, ((1,), {'k': 'v'})),
-], ids=['dotted_path', 'instance_method', 'callable_instance', 'builtin', 'async_def', 'args_kwargs'])
-def test_each_kind_of_callable_runs(connection: redis.Redis, func: Any, args: Any, kwargs: Any,
-                                    expected: Any) -> None:
+@pytest.mark.parametrize(
+    ('func', 'args', 'kwargs', 'expected'),
+    [
+        (f'{jobs.__name__}.say_hello', (), {'name': 'Ann'}, 'Hi there, Ann!'),
+        (jobs.Number(9).div, (3,), {}, 3.0),
+        (jobs.callable_adder, (1,), {'b': 2}, 13),
+        (len, ([1, 2, 3],), {}, 3),
+        (jobs.async_add, (20, 22), {}, 42),
+        (jobs.echo, (1,), {'k': 'v'}, ((1,), {'k': 'v'})),
+    ],
+    ids=['dotted_path', 'instance_method', 'callable_instance', 'builtin', 'async_def', 'args_kwargs'],
+)
+def test_each_kind_of_callable_runs(connection: redis.Redis, func: Any, args: Any, kwargs: Any, expected: Any) -> None:
     job = Queue('q', connection=connection).enqueue(func, *args, **kwargs)
     work(connection)
     assert job.get_status() == 'finished', job.exc_info
@@ -245,8 +249,9 @@ def test_job_class_and_queue_class_are_used(connection: redis.Redis) -> None:
     worker = work(connection, job_class=CountingJob, queue_class=LongTimeoutQueue)
     assert CountingJob.performed == [job.id]
     assert isinstance(worker.queues[0], LongTimeoutQueue)
-    dotted = SimpleWorker(['q'], connection=connection, job_class=f'{__name__}.CountingJob',
-                          queue_class=f'{__name__}.LongTimeoutQueue')
+    dotted = SimpleWorker(
+        ['q'], connection=connection, job_class=f'{__name__}.CountingJob', queue_class=f'{__name__}.LongTimeoutQueue'
+    )
     assert dotted.job_class is CountingJob and dotted.queue_class is LongTimeoutQueue
 
 
@@ -269,17 +274,27 @@ def test_job_timeout_is_enforced_in_process(redis_conn: redis.Redis) -> None:
 def test_callbacks_run_with_the_job_and_its_outcome(connection: redis.Redis) -> None:
     jobs.CALLBACK_CALLS.clear()
     q = Queue('q', connection=connection)
-    ok = q.enqueue(jobs.add, 1, 2, on_success=Callback(jobs.success_callback),
-                   on_failure=Callback(jobs.failure_callback), on_stopped=Callback(jobs.stopped_callback))
-    bad = q.enqueue(jobs.div_by_zero, on_success=Callback(jobs.success_callback),
-                    on_failure=Callback(f'{jobs.__name__}.failure_callback'))
+    ok = q.enqueue(
+        jobs.add,
+        1,
+        2,
+        on_success=Callback(jobs.success_callback),
+        on_failure=Callback(jobs.failure_callback),
+        on_stopped=Callback(jobs.stopped_callback),
+    )
+    bad = q.enqueue(
+        jobs.div_by_zero,
+        on_success=Callback(jobs.success_callback),
+        on_failure=Callback(f'{jobs.__name__}.failure_callback'),
+    )
     work(connection)
     assert jobs.CALLBACK_CALLS == [('success', ok.id, 3), ('failure', bad.id, ZeroDivisionError)]
 
 
 def test_a_callback_past_its_timeout_fails_the_job(redis_conn: redis.Redis) -> None:
-    job = Queue('q', connection=redis_conn).enqueue(jobs.add, 1, 2,
-                                                   on_success=Callback(worker_jobs.slow_callback, timeout=1))
+    job = Queue('q', connection=redis_conn).enqueue(
+        jobs.add, 1, 2, on_success=Callback(worker_jobs.slow_callback, timeout=1)
+    )
     started = time.monotonic()
     work(redis_conn)
     assert time.monotonic() - started < 4
@@ -287,8 +302,7 @@ def test_a_callback_past_its_timeout_fails_the_job(redis_conn: redis.Redis) -> N
 
 
 def test_a_raising_failure_callback_replaces_the_jobs_error(connection: redis.Redis) -> None:
-    job = Queue('q', connection=connection).enqueue(jobs.div_by_zero,
-                                                    on_failure=Callback(worker_jobs.raising_callback))
+    job = Queue('q', connection=connection).enqueue(jobs.div_by_zero, on_failure=Callback(worker_jobs.raising_callback))
     work(connection)
     assert job.get_status() == 'failed'
     assert 'RuntimeError: callback failed' in job.exc_info
@@ -298,9 +312,16 @@ def test_a_raising_failure_callback_replaces_the_jobs_error(connection: redis.Re
 # Results, TTLs and registries
 
 
-@pytest.mark.parametrize(('result_ttl', 'job_ttl', 'stream_ttl'), [
-    (None, 500, 500), (0, -2, -2), (-1, -1, -1), (77, 77, 77),
-], ids=['default', 'zero', 'forever', 'n'])
+@pytest.mark.parametrize(
+    ('result_ttl', 'job_ttl', 'stream_ttl'),
+    [
+        (None, 500, 500),
+        (0, -2, -2),
+        (-1, -1, -1),
+        (77, 77, 77),
+    ],
+    ids=['default', 'zero', 'forever', 'n'],
+)
 def test_result_ttl(connection: redis.Redis, result_ttl: int | None, job_ttl: int, stream_ttl: int) -> None:
     job = Queue('q', connection=connection).enqueue(jobs.add, 2, 3, result_ttl=result_ttl)
     work(connection)
@@ -320,9 +341,15 @@ def test_default_result_ttl_of_the_worker(connection: redis.Redis) -> None:
     assert connection.ttl(job.key) in (99, 100) and connection.ttl(own.key) in (29, 30)
 
 
-@pytest.mark.parametrize(('failure_ttl', 'job_ttl', 'stream_ttl'), [
-    (None, 31536000, -1), (90, 90, 90), (-1, -1, -1),
-], ids=['default', 'n', 'forever'])
+@pytest.mark.parametrize(
+    ('failure_ttl', 'job_ttl', 'stream_ttl'),
+    [
+        (None, 31536000, -1),
+        (90, 90, 90),
+        (-1, -1, -1),
+    ],
+    ids=['default', 'n', 'forever'],
+)
 def test_failure_ttl(connection: redis.Redis, failure_ttl: int | None, job_ttl: int, stream_ttl: int) -> None:
     job = Queue('q', connection=connection).enqueue(jobs.raise_custom_error, 'nope', failure_ttl=failure_ttl)
     work(connection)
@@ -436,8 +463,12 @@ def test_dependents_released_on_success_and_with_allow_failure(connection: redis
     blocked = q.enqueue(jobs.noop, depends_on=bad)
     both = q.enqueue(jobs.noop, depends_on=[ok, after_ok])
     work(connection)
-    assert [j.get_status() for j in (after_ok, after_bad, blocked, both)] == ['finished', 'finished', 'deferred',
-                                                                             'finished']
+    assert [j.get_status() for j in (after_ok, after_bad, blocked, both)] == [
+        'finished',
+        'finished',
+        'deferred',
+        'finished',
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -505,9 +536,19 @@ def test_rq_worker_all_lists_the_busy_rqfast_worker(redis_conn: redis.Redis) -> 
     q.enqueue(jobs.noop)
     probe = q.enqueue(worker_jobs.rq_sees_worker)
     work(redis_conn, name='seen-by-rq')
-    assert probe.return_value() == [{'name': 'seen-by-rq', 'state': 'busy', 'current_job': probe.id, 'queues': ['q'],
-                                     'successful': 1, 'failed': 0, 'birth': True, 'pid': os.getpid(),
-                                     'hostname': socket.gethostname()}]
+    assert probe.return_value() == [
+        {
+            'name': 'seen-by-rq',
+            'state': 'busy',
+            'current_job': probe.id,
+            'queues': ['q'],
+            'successful': 1,
+            'failed': 0,
+            'birth': True,
+            'pid': os.getpid(),
+            'hostname': socket.gethostname(),
+        }
+    ]
 
 
 def test_worker_all_and_counters_read_back_with_rqfast(connection: redis.Redis) -> None:
@@ -587,8 +628,14 @@ def test_a_stopped_job_releases_no_dependents(connection: redis.Redis) -> None:
     job = Job(parent.id, connection=connection)
     job.restore(claim.raw)
     job.started_at = job.ended_at = claim.started_at
-    plan = engine.plan_failure(job, 'Job stopped by user, work-horse terminated.', 'stopper', claim.execution_id,
-                               claim.started_at, stopped=True)
+    plan = engine.plan_failure(
+        job,
+        'Job stopped by user, work-horse terminated.',
+        'stopper',
+        claim.execution_id,
+        claim.started_at,
+        stopped=True,
+    )
     engine.finish_job(connection, parent.id, 'q', claim.execution_id, plan, 0.0, ref, claim_next=False)
     assert parent.get_status() == 'stopped' and child.get_status() == 'deferred'
     assert FailedJobRegistry('q', connection=connection).get_job_ids(cleanup=False) == [parent.id]

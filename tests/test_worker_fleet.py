@@ -47,8 +47,9 @@ def start(url: str, impl: str, log: Path) -> tuple[str, subprocess.Popen[bytes]]
     options = {'impl': impl, 'name': name, 'queues': ['fleet'], 'work': {'logging_level': 'WARNING'}}
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])}
     with open(log, 'wb') as out:
-        proc = subprocess.Popen([sys.executable, str(HELPER), url, json.dumps(options)], stdout=out,
-                                stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, str(HELPER), url, json.dumps(options)], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
     return name, proc
 
 
@@ -67,15 +68,27 @@ def enqueue_all(conn: redis.Redis) -> list[str]:
 def test_rq_and_rqfast_workers_share_a_queue(redis_url: str, redis_conn: redis.Redis, tmp_path: Path) -> None:
     workers = [start(redis_url, impl, tmp_path / f'{impl}.log') for impl in ('rq', 'rqfast')]
     try:
-        wait_until(lambda: all(redis_conn.hget(f'rq:worker:{name}', 'state') == b'idle' for name, _ in workers),
-                   20, 'both workers to start')
+        wait_until(
+            lambda: all(redis_conn.hget(f'rq:worker:{name}', 'state') == b'idle' for name, _ in workers),
+            20,
+            'both workers to start',
+        )
         ids = enqueue_all(redis_conn)
         assert len(ids) == TOTAL
-        done = lambda: len(ids) == (FinishedJobRegistry('fleet', connection=redis_conn).count  # noqa: E731
-                                    + FailedJobRegistry('fleet', connection=redis_conn).count)
+
+        def done() -> bool:
+            finished = FinishedJobRegistry('fleet', connection=redis_conn).count
+            return len(ids) == finished + FailedJobRegistry('fleet', connection=redis_conn).count
+
         wait_until(done, 40, 'every job to finish')
-        counts = {name: {k.decode(): int(v) for k, v in redis_conn.hgetall(f'rq:worker:{name}').items()
-                         if k.endswith(b'_job_count')} for name, _ in workers}
+        counts = {
+            name: {
+                k.decode(): int(v)
+                for k, v in redis_conn.hgetall(f'rq:worker:{name}').items()
+                if k.endswith(b'_job_count')
+            }
+            for name, _ in workers
+        }
         for name, _ in workers:
             rq.command.send_shutdown_command(redis_conn, name)
         for name, proc in workers:

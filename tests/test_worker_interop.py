@@ -53,7 +53,6 @@ except ImportError:  # tests/ became a package
 pytestmark = pytest.mark.timeout(60)
 
 
-
 class RQSimpleWorker(rq.worker.SimpleWorker):
     """RQ's SimpleWorker without its pub/sub thread, which writes nothing but takes 1 s to join."""
 
@@ -122,8 +121,11 @@ def heartbeat_ttl(library: str, timeout: int, monitoring_interval: int = 30) -> 
 
 def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
     """A mid-run dump with the heartbeat TTLs (and the expiries they set) checked against `library`'s rule."""
-    started = [e['value'] for k, e in dump.items() if k.startswith('rq:job:') and e['type'] == 'hash'
-               and e['value'].get('status') == 'started']
+    started = [
+        e['value']
+        for k, e in dump.items()
+        if k.startswith('rq:job:') and e['type'] == 'hash' and e['value'].get('status') == 'started'
+    ]
     assert len(started) == 1, 'one job runs'
     ttl = heartbeat_ttl(library, int(started[0]['timeout']))
 
@@ -136,8 +138,9 @@ def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
             entry['ttl'] = checked(entry['ttl'], ttl, '<heartbeat ttl>')
         elif key.startswith('rq:executions:'):
             entry['ttl'] = checked(entry['ttl'], ttl + 60, '<heartbeat ttl + 60>')
-            entry['value'] = [[m, checked(score, ttl + 60, '<now + heartbeat ttl + 60>')]
-                              for m, score in entry['value']]
+            entry['value'] = [
+                [m, checked(score, ttl + 60, '<now + heartbeat ttl + 60>')] for m, score in entry['value']
+            ]
         elif key.startswith('rq:wip:'):
             entry['value'] = [[m, checked(score, ttl, '<now + heartbeat ttl>')] for m, score in entry['value']]
     return dump
@@ -162,7 +165,8 @@ def read_back(conn: redis.Redis, ids: list[str]) -> dict[str, Any]:
             'result_type': latest.type if latest else None,
             'results': [r.type for r in job.results()],
             'exc_last_line': TIMEOUT_MODULE_RE.sub('', latest.exc_string.strip().splitlines()[-1])
-            if latest and latest.exc_string else None,
+            if latest and latest.exc_string
+            else None,
             'meta': job.get_meta(),
             'retries_left': job.retries_left,
             'number_of_retries': job.number_of_retries,
@@ -200,8 +204,7 @@ def run_both(conn: redis.Redis, scenario: Scenario, producer: str = 'rq', **work
         dumps[name] = normalize_run(normalize(snapshot(conn), id_map))
         reads[name] = {
             'db': read_back(conn, ids),
-            'inside': [heartbeat_normalized(normalize_run(normalize(s, id_map)), name)
-                       for s in worker_jobs.SNAPSHOTS],
+            'inside': [heartbeat_normalized(normalize_run(normalize(s, id_map)), name) for s in worker_jobs.SNAPSHOTS],
             'callbacks': list(jobs.CALLBACK_CALLS),
         }
     conn.flushdb()
@@ -302,13 +305,16 @@ def test_read_back_through_rq(redis_conn: redis.Redis) -> None:
 RETRIES: dict[str, Scenario] = {
     'retry_then_success': one(worker_jobs.fail_until, 1, retry=with_impl(lambda impl: impl.Retry(max=2))),
     'retry_exhausted': one(worker_jobs.fail_until, 5, retry=with_impl(lambda impl: impl.Retry(max=2))),
-    'retry_at_front': one(worker_jobs.fail_until, 5,
-                          retry=with_impl(lambda impl: impl.Retry(max=1, enqueue_at_front=True))),
+    'retry_at_front': one(
+        worker_jobs.fail_until, 5, retry=with_impl(lambda impl: impl.Retry(max=1, enqueue_at_front=True))
+    ),
     'retry_interval': one(worker_jobs.fail_until, 5, retry=with_impl(lambda impl: impl.Retry(max=2, interval=30))),
-    'retry_intervals': one(worker_jobs.fail_until, 5,
-                           retry=with_impl(lambda impl: impl.Retry(max=3, interval=[0, 40, 50]))),
-    'retry_failure_ttl': one(worker_jobs.fail_until, 5, failure_ttl=200,
-                             retry=with_impl(lambda impl: impl.Retry(max=1))),
+    'retry_intervals': one(
+        worker_jobs.fail_until, 5, retry=with_impl(lambda impl: impl.Retry(max=3, interval=[0, 40, 50]))
+    ),
+    'retry_failure_ttl': one(
+        worker_jobs.fail_until, 5, failure_ttl=200, retry=with_impl(lambda impl: impl.Retry(max=1))
+    ),
     'returns_retry': one(worker_jobs.return_retry, 2),
     'returns_retry_interval': one(worker_jobs.return_retry, 2, 30),
     'returns_retry_failure_ttl': one(worker_jobs.return_retry, 1, failure_ttl=300),
@@ -405,22 +411,36 @@ def test_dependents_are_released_as_rq_releases_them(redis_conn: redis.Redis, ca
 
 CALLBACKS: dict[str, Scenario] = {
     'success': one(jobs.add, 1, 2, on_success=with_impl(lambda impl: impl.Callback(jobs.success_callback))),
-    'success_redis': one(jobs.add, 1, 2,
-                         on_success=with_impl(lambda impl: impl.Callback(worker_jobs.success_callback_meta))),
+    'success_redis': one(
+        jobs.add, 1, 2, on_success=with_impl(lambda impl: impl.Callback(worker_jobs.success_callback_meta))
+    ),
     'failure': one(jobs.div_by_zero, on_failure=with_impl(lambda impl: impl.Callback(jobs.failure_callback))),
-    'failure_redis': one(jobs.div_by_zero,
-                         on_failure=with_impl(lambda impl: impl.Callback(worker_jobs.failure_callback_meta))),
-    'both_on_success': one(jobs.add, 1, 2, on_success=with_impl(lambda impl: impl.Callback(jobs.success_callback)),
-                           on_failure=with_impl(lambda impl: impl.Callback(jobs.failure_callback))),
-    'raising_success_callback': one(jobs.add, 1, 2,
-                                    on_success=with_impl(lambda impl: impl.Callback(worker_jobs.raising_callback))),
-    'raising_failure_callback': one(jobs.div_by_zero,
-                                    on_failure=with_impl(lambda impl: impl.Callback(worker_jobs.raising_callback))),
+    'failure_redis': one(
+        jobs.div_by_zero, on_failure=with_impl(lambda impl: impl.Callback(worker_jobs.failure_callback_meta))
+    ),
+    'both_on_success': one(
+        jobs.add,
+        1,
+        2,
+        on_success=with_impl(lambda impl: impl.Callback(jobs.success_callback)),
+        on_failure=with_impl(lambda impl: impl.Callback(jobs.failure_callback)),
+    ),
+    'raising_success_callback': one(
+        jobs.add, 1, 2, on_success=with_impl(lambda impl: impl.Callback(worker_jobs.raising_callback))
+    ),
+    'raising_failure_callback': one(
+        jobs.div_by_zero, on_failure=with_impl(lambda impl: impl.Callback(worker_jobs.raising_callback))
+    ),
     'job_timeout': one(worker_jobs.sleep_ignoring_timeout, 3, job_timeout=1),
-    'slow_success_callback': one(jobs.add, 1, 2, on_success=with_impl(
-        lambda impl: impl.Callback(worker_jobs.slow_callback, timeout=1))),
-    'failure_callback_on_retry': one(worker_jobs.fail_until, 1, retry=with_impl(lambda impl: impl.Retry(max=1)),
-                                     on_failure=with_impl(lambda impl: impl.Callback(jobs.failure_callback))),
+    'slow_success_callback': one(
+        jobs.add, 1, 2, on_success=with_impl(lambda impl: impl.Callback(worker_jobs.slow_callback, timeout=1))
+    ),
+    'failure_callback_on_retry': one(
+        worker_jobs.fail_until,
+        1,
+        retry=with_impl(lambda impl: impl.Retry(max=1)),
+        on_failure=with_impl(lambda impl: impl.Callback(jobs.failure_callback)),
+    ),
 }
 
 
@@ -450,15 +470,25 @@ def stop_handler(job: Any, exc_type: Any, exc: Any, tb: Any) -> bool:
     return False
 
 
-@pytest.mark.parametrize('options', [
-    {'default_result_ttl': 100},
-    {'default_result_ttl': -1},
-    {'default_result_ttl': 0},
-    {'disable_default_exception_handler': True},
-    {'exception_handlers': [record_handler, stop_handler, record_handler]},
-    {'exception_handlers': [record_handler], 'disable_default_exception_handler': True},
-], ids=['result_ttl_100', 'result_ttl_forever', 'result_ttl_zero', 'no_default_handler', 'handler_chain',
-        'handler_without_default'])
+@pytest.mark.parametrize(
+    'options',
+    [
+        {'default_result_ttl': 100},
+        {'default_result_ttl': -1},
+        {'default_result_ttl': 0},
+        {'disable_default_exception_handler': True},
+        {'exception_handlers': [record_handler, stop_handler, record_handler]},
+        {'exception_handlers': [record_handler], 'disable_default_exception_handler': True},
+    ],
+    ids=[
+        'result_ttl_100',
+        'result_ttl_forever',
+        'result_ttl_zero',
+        'no_default_handler',
+        'handler_chain',
+        'handler_without_default',
+    ],
+)
 def test_worker_options_act_as_in_rq(redis_conn: redis.Redis, options: dict[str, Any]) -> None:
     HANDLED.clear()
     run_both(redis_conn, two_jobs, **options)
@@ -523,8 +553,9 @@ def _worker_process(redis_url: str, impl: str, log: Path) -> subprocess.Popen[by
     options = {'impl': impl, 'name': 'w', 'queues': ['q', 'other'], 'work': {'logging_level': 'WARNING'}}
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(helper.parent.parent), os.environ.get('PYTHONPATH', '')])}
     with open(log, 'wb') as out:
-        return subprocess.Popen([sys.executable, str(helper), redis_url, json.dumps(options)], stdout=out,
-                                stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(
+            [sys.executable, str(helper), redis_url, json.dumps(options)], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
 
 
 def _registration_dump(conn: redis.Redis) -> dict[str, Any]:
@@ -537,8 +568,7 @@ def _registration_dump(conn: redis.Redis) -> dict[str, Any]:
     return dump
 
 
-def test_idle_worker_registration_and_death_match_rq(redis_url: str, redis_conn: redis.Redis,
-                                                     tmp_path: Path) -> None:
+def test_idle_worker_registration_and_death_match_rq(redis_url: str, redis_conn: redis.Redis, tmp_path: Path) -> None:
     dumps: dict[str, list[dict[str, Any]]] = {}
     for impl in WORKERS:
         redis_conn.flushdb()

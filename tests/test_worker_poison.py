@@ -70,18 +70,22 @@ def corrupt(func: Any, **fields: Any) -> Callable[[Queue, redis.Redis], Job]:
 # The function or its data
 
 
-@pytest.mark.parametrize(('path', 'named'), [
-    ('no_such_module_anywhere.func', 'no_such_module_anywhere.func'),
-    (f'{jobs.__name__}.no_such_function', 'no_such_function'),
-])
+@pytest.mark.parametrize(
+    ('path', 'named'),
+    [
+        ('no_such_module_anywhere.func', 'no_such_module_anywhere.func'),
+        (f'{jobs.__name__}.no_such_function', 'no_such_function'),
+    ],
+)
 def test_a_function_that_cannot_be_imported(connection: redis.Redis, path: str, named: str) -> None:
     job, _, worker = run(connection, lambda q, c: q.enqueue(path))
     assert named in failed_reason(connection, job.id)
     assert worker.failed_job_count == 1 and worker.successful_job_count == 1
 
 
-@pytest.mark.parametrize('data', [b'not zlib, not pickle', zlib.compress(b'\x80\x05truncated pickle')],
-                         ids=['garbage', 'bad_pickle'])
+@pytest.mark.parametrize(
+    'data', [b'not zlib, not pickle', zlib.compress(b'\x80\x05truncated pickle')], ids=['garbage', 'bad_pickle']
+)
 def test_data_that_cannot_be_deserialized(connection: redis.Redis, data: bytes) -> None:
     job, _, _ = run(connection, corrupt(jobs.noop, data=data))
     reason = failed_reason(connection, job.id)
@@ -94,13 +98,15 @@ def test_a_callback_that_cannot_be_imported(connection: redis.Redis) -> None:
 
 
 def test_a_failure_callback_that_cannot_be_imported(connection: redis.Redis) -> None:
-    job, _, _ = run(connection, lambda q, c: q.enqueue(jobs.div_by_zero,
-                                                        on_failure=rqfast.Callback('no_such_module.on_failure')))
+    job, _, _ = run(
+        connection, lambda q, c: q.enqueue(jobs.div_by_zero, on_failure=rqfast.Callback('no_such_module.on_failure'))
+    )
     assert 'no_such_module.on_failure' in failed_reason(connection, job.id)
 
 
-@pytest.mark.parametrize('func', [worker_jobs.exit_process, worker_jobs.raise_keyboard_interrupt],
-                         ids=['sys_exit', 'keyboard_interrupt'])
+@pytest.mark.parametrize(
+    'func', [worker_jobs.exit_process, worker_jobs.raise_keyboard_interrupt], ids=['sys_exit', 'keyboard_interrupt']
+)
 def test_a_job_that_exits_fails_and_the_worker_goes_on(connection: redis.Redis, func: Any) -> None:
     job, _, _ = run(connection, lambda q, c: q.enqueue(func))
     reason = failed_reason(connection, job.id)
@@ -165,10 +171,14 @@ def test_a_poison_job_keeps_its_failure_ttl(connection: redis.Redis) -> None:
     assert 100 < connection.ttl(job.key) <= 120
 
 
-@pytest.mark.parametrize(('fields', 'named'), [
-    ({'retry_intervals': '"abc"', 'retries_left': '2'}, "retry_intervals='abc'"),
-    ({'retry_intervals': '[]', 'retries_left': '2'}, 'retry_intervals=[]'),
-], ids=['string', 'empty_list'])
+@pytest.mark.parametrize(
+    ('fields', 'named'),
+    [
+        ({'retry_intervals': '"abc"', 'retries_left': '2'}, "retry_intervals='abc'"),
+        ({'retry_intervals': '[]', 'retries_left': '2'}, 'retry_intervals=[]'),
+    ],
+    ids=['string', 'empty_list'],
+)
 def test_retry_intervals_that_cannot_be_used(connection: redis.Redis, fields: dict[str, str], named: str) -> None:
     job, _, _ = run(connection, corrupt(jobs.div_by_zero, **fields))
     reason = failed_reason(connection, job.id)
@@ -191,8 +201,9 @@ def test_unreadable_meta_and_webhooks_are_read_as_rq_reads_them(connection: redi
 # Ids with no job behind them
 
 
-def test_an_id_without_a_hash_is_dropped_and_logged_once(connection: redis.Redis,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_an_id_without_a_hash_is_dropped_and_logged_once(
+    connection: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger='rqfast'):
         run(connection, lambda q, c: c.rpush(q.key, 'ghost'))
     dropped = [r.getMessage() for r in caplog.records if 'ghost' in r.getMessage()]
@@ -201,8 +212,9 @@ def test_an_id_without_a_hash_is_dropped_and_logged_once(connection: redis.Redis
     assert not connection.exists('rq:job:ghost')
 
 
-def test_a_hash_without_data_is_dropped_as_rq_drops_it(connection: redis.Redis,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_a_hash_without_data_is_dropped_as_rq_drops_it(
+    connection: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
     def poison(q: Queue, connection: redis.Redis) -> Job:
         job = q.enqueue(jobs.noop)
         connection.hdel(job.key, 'data')
@@ -228,6 +240,7 @@ def test_a_job_key_that_is_not_a_hash_is_dropped(connection: redis.Redis, caplog
 
 def test_many_ghosts_in_a_row(connection: redis.Redis) -> None:
     """More dropped ids than one claim call looks at (100): the worker keeps claiming."""
+
     def poison(q: Queue, connection: redis.Redis) -> None:
         connection.rpush(q.key, *[f'ghost-{i}' for i in range(250)])
 

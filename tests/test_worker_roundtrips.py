@@ -90,8 +90,9 @@ def burst(conn: redis.Redis, queues: list[str], **work: Any) -> Callable[[], Any
     return run
 
 
-def per_job(conn: redis.Redis, count_round_trips: Any, enqueue: Callable[[int], None],
-            queues: list[str] | None = None) -> tuple[float, Counter, Counter]:
+def per_job(
+    conn: redis.Redis, count_round_trips: Any, enqueue: Callable[[int], None], queues: list[str] | None = None
+) -> tuple[float, Counter, Counter]:
     """The steady-state round trips of one job: two burst runs, N and N + K jobs."""
     queues = queues or ['q']
     conn.flushdb()
@@ -108,8 +109,9 @@ def per_job(conn: redis.Redis, count_round_trips: Any, enqueue: Callable[[int], 
 
 def test_successful_job_costs_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any) -> None:
     q = rqfast.Queue('q', connection=redis_conn)
-    cost, small, large = per_job(redis_conn, count_round_trips,
-                                 lambda n: q.enqueue_many([q.prepare_data(jobs.add, (i, 1)) for i in range(n)]))
+    cost, small, large = per_job(
+        redis_conn, count_round_trips, lambda n: q.enqueue_many([q.prepare_data(jobs.add, (i, 1)) for i in range(n)])
+    )
     print(f'round trips per successful job: {cost}')
     assert cost == 1, (small.commands, large.commands)
     assert FinishedJobRegistry('q', connection=redis_conn).count == N + K
@@ -117,8 +119,9 @@ def test_successful_job_costs_one_round_trip(redis_conn: redis.Redis, count_roun
 
 def test_failed_job_costs_at_most_two_round_trips(redis_conn: redis.Redis, count_round_trips: Any) -> None:
     q = rqfast.Queue('q', connection=redis_conn)
-    cost, small, large = per_job(redis_conn, count_round_trips,
-                                 lambda n: q.enqueue_many([q.prepare_data(jobs.div_by_zero) for _ in range(n)]))
+    cost, small, large = per_job(
+        redis_conn, count_round_trips, lambda n: q.enqueue_many([q.prepare_data(jobs.div_by_zero) for _ in range(n)])
+    )
     print(f'round trips per failed job: {cost}')
     assert cost <= 2, (small.commands, large.commands)
     assert FailedJobRegistry('q', connection=redis_conn).count == N + K
@@ -130,8 +133,15 @@ def test_jobs_with_options_cost_one_round_trip(redis_conn: redis.Redis, count_ro
 
     def enqueue(n: int) -> None:
         for i in range(n):
-            q.enqueue(jobs.add, i, 1, result_ttl=[0, -1, 100, None][i % 4], job_timeout=30, meta={'i': i},
-                      on_success=rqfast.Callback(jobs.success_callback))
+            q.enqueue(
+                jobs.add,
+                i,
+                1,
+                result_ttl=[0, -1, 100, None][i % 4],
+                job_timeout=30,
+                meta={'i': i},
+                on_success=rqfast.Callback(jobs.success_callback),
+            )
 
     cost, small, large = per_job(redis_conn, count_round_trips, enqueue)
     assert cost == 1, (small.commands, large.commands)
@@ -175,8 +185,7 @@ def test_several_queues_cost_one_round_trip(redis_conn: redis.Redis, count_round
 
 
 @pytest.mark.parametrize('strategy', ['round_robin', 'random'])
-def test_dequeue_strategies_cost_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any,
-                                                strategy: str) -> None:
+def test_dequeue_strategies_cost_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any, strategy: str) -> None:
     queues = ['a', 'b']
     burst(redis_conn, queues)()
     costs = []

@@ -161,10 +161,20 @@ def rq_sees_worker() -> list[dict[str, Any]]:
     """rq's Worker.all(), called from inside the job: what rq's tools see of the running worker."""
     from rq.worker import Worker
 
-    return [{'name': w.name, 'state': w.get_state(), 'current_job': w.get_current_job_id(),
-             'queues': w.queue_names(), 'successful': w.successful_job_count, 'failed': w.failed_job_count,
-             'birth': w.birth_date is not None, 'pid': w.pid, 'hostname': w.hostname}
-            for w in Worker.all(connection=_job().connection)]
+    return [
+        {
+            'name': w.name,
+            'state': w.get_state(),
+            'current_job': w.get_current_job_id(),
+            'queues': w.queue_names(),
+            'successful': w.successful_job_count,
+            'failed': w.failed_job_count,
+            'birth': w.birth_date is not None,
+            'pid': w.pid,
+            'hostname': w.hostname,
+        }
+        for w in Worker.all(connection=_job().connection)
+    ]
 
 
 def exit_process(code: int = 3) -> None:

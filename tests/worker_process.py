@@ -28,8 +28,9 @@ def main() -> None:
         from rqfast.worker import SimpleWorker, base
 
         base.IDLE_WAKEUP = options.get('idle_wakeup', base.IDLE_WAKEUP)
-    worker = SimpleWorker(options.get('queues', ['q']), name=options.get('name'), connection=connection,
-                          **options.get('worker', {}))
+    worker = SimpleWorker(
+        options.get('queues', ['q']), name=options.get('name'), connection=connection, **options.get('worker', {})
+    )
     worker.work(**{'logging_level': 'INFO', **options.get('work', {})})
 
 

@@ -37,6 +37,7 @@ from ..job import Job, JobStatus
 from ..jobhash import unreadable_fields
 from ..queue import Queue
 from ..serializers import resolve_serializer
+from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
 from .waiting import Waiter
@@ -49,13 +50,6 @@ DEFAULT_JOB_MONITORING_INTERVAL = 30
 DEFAULT_MAINTENANCE_TASK_INTERVAL = 60  # RQ's is 600; abandoned jobs are found within about a minute
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
 MAX_CONNECTION_WAIT = 60
-
-
-class WorkerStatus(str, Enum):
-    STARTED = 'started'
-    SUSPENDED = 'suspended'
-    BUSY = 'busy'
-    IDLE = 'idle'
 
 
 class DequeueStrategy(str, Enum):
@@ -107,10 +101,12 @@ class BaseWorker:
         if connection is None:
             raise TypeError('a worker needs a connection')
         self.connection = connection
-        self.queues = [q if isinstance(q, Queue) else self.queue_class(q, connection=connection,
-                                                                        job_class=self.job_class,
-                                                                        serializer=self.serializer)
-                       for q in queue_list]
+        self.queues = [
+            q
+            if isinstance(q, Queue)
+            else self.queue_class(q, connection=connection, job_class=self.job_class, serializer=self.serializer)
+            for q in queue_list
+        ]
         self.name = name or uuid.uuid4().hex
         self.default_result_ttl = default_result_ttl
         self.worker_ttl = worker_ttl or default_worker_ttl or DEFAULT_WORKER_TTL
@@ -206,7 +202,7 @@ class BaseWorker:
         """Round robin: the queue after the one a job came from goes first next time."""
         if self._dequeue_strategy == DequeueStrategy.ROUND_ROBIN and queue in self._ordered_queues:
             index = self._ordered_queues.index(queue)
-            self._ordered_queues = self._ordered_queues[index + 1:] + self._ordered_queues[:index + 1]
+            self._ordered_queues = self._ordered_queues[index + 1 :] + self._ordered_queues[: index + 1]
 
     # --- birth, death, heartbeats
 
@@ -220,13 +216,25 @@ class BaseWorker:
         except redis.ResponseError:
             pass
         fields = {
-            'birth': utcformat(self.birth_date), 'last_heartbeat': utcformat(self.last_heartbeat),
-            'queues': ','.join(self.queue_names()), 'pid': self.pid, 'hostname': self.hostname,
-            'ip_address': self.ip_address, 'version': self.version, 'python_version': self.python_version,
+            'birth': utcformat(self.birth_date),
+            'last_heartbeat': utcformat(self.last_heartbeat),
+            'queues': ','.join(self.queue_names()),
+            'pid': self.pid,
+            'hostname': self.hostname,
+            'ip_address': self.ip_address,
+            'version': self.version,
+            'python_version': self.python_version,
             'state': WorkerStatus.STARTED.value,
         }
-        if not scripts.register_worker(self.connection, self.name, 'birth', self.worker_ttl + 60,
-                                       utcformat(self.birth_date), self.queue_names(), fields):
+        if not scripts.register_worker(
+            self.connection,
+            self.name,
+            'birth',
+            self.worker_ttl + 60,
+            utcformat(self.birth_date),
+            self.queue_names(),
+            fields,
+        ):
             raise ValueError(f'There exists an active worker named {self.name!r} already')
 
     def register_death(self) -> None:
@@ -240,8 +248,15 @@ class BaseWorker:
         busy = in_flight and self._job_started_monotonic is not None
         working = repr(time.monotonic() - self._job_started_monotonic) if busy else ''  # type: ignore[operator]
         ttl = self.worker_ttl + 60 if not in_flight else self.job_monitoring_interval + 60
-        return scripts.heartbeat(self.connection, self.name, ttl, engine._times(moment),
-                                 self.job_monitoring_interval + 60, working, in_flight)
+        return scripts.heartbeat(
+            self.connection,
+            self.name,
+            ttl,
+            engine._times(moment),
+            self.job_monitoring_interval + 60,
+            working,
+            in_flight,
+        )
 
     def _heartbeat_loop(self) -> None:
         interval = max(1.0, min(self.job_monitoring_interval, self.worker_ttl / 2) / 2)
@@ -266,8 +281,9 @@ class BaseWorker:
         client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class, **kwargs))
         self._pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         self._pubsub.subscribe(self.pubsub_channel_name)
-        self._pubsub_thread = threading.Thread(target=self._listen, args=(self._pubsub,), name='rqfast-commands',
-                                               daemon=True)
+        self._pubsub_thread = threading.Thread(
+            target=self._listen, args=(self._pubsub,), name='rqfast-commands', daemon=True
+        )
         self._pubsub_thread.start()
 
     def _listen(self, pubsub: Any) -> None:
@@ -284,8 +300,7 @@ class BaseWorker:
             except Exception as exc:  # closed at teardown, or the connection was lost
                 if self._pubsub is not pubsub:
                     return
-                self.log.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc,
-                                 backoff)
+                self.log.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, backoff)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
 
@@ -356,8 +371,12 @@ class BaseWorker:
 
     # --- the loop
 
-    def bootstrap(self, logging_level: str | None = 'INFO', date_format: str = '%H:%M:%S',
-                  log_format: str = '%(asctime)s %(message)s') -> None:
+    def bootstrap(
+        self,
+        logging_level: str | None = 'INFO',
+        date_format: str = '%H:%M:%S',
+        log_format: str = '%(asctime)s %(message)s',
+    ) -> None:
         if logging_level and not logging.getLogger('rqfast').handlers:
             handler = logging.StreamHandler()
             handler.setFormatter(logging.Formatter(log_format, date_format))
@@ -368,10 +387,17 @@ class BaseWorker:
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
         self._start_side_threads()
 
-    def work(self, burst: bool = False, logging_level: str | None = 'INFO', date_format: str = '%H:%M:%S',
-             log_format: str = '%(asctime)s %(message)s', max_jobs: int | None = None,
-             max_idle_time: int | None = None, with_scheduler: bool = False,
-             dequeue_strategy: DequeueStrategy | str = DequeueStrategy.DEFAULT) -> bool:
+    def work(
+        self,
+        burst: bool = False,
+        logging_level: str | None = 'INFO',
+        date_format: str = '%H:%M:%S',
+        log_format: str = '%(asctime)s %(message)s',
+        max_jobs: int | None = None,
+        max_idle_time: int | None = None,
+        with_scheduler: bool = False,
+        dequeue_strategy: DequeueStrategy | str = DequeueStrategy.DEFAULT,
+    ) -> bool:
         """Work until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; True if any job ran."""
         self._dequeue_strategy = DequeueStrategy(dequeue_strategy)
         self.bootstrap(logging_level, date_format, log_format)
@@ -507,8 +533,14 @@ class BaseWorker:
         try:
             plan = self._plan(job, claim, outcome, stopped)
         except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
-            plan = engine.plan_failure(job, outcome.exc_string + self._unplannable(job, exc), self.name,
-                                       claim.execution_id, claim.started_at, retry=False)
+            plan = engine.plan_failure(
+                job,
+                outcome.exc_string + self._unplannable(job, exc),
+                self.name,
+                claim.execution_id,
+                claim.started_at,
+                retry=False,
+            )
         working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
         try:
             next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next)
@@ -525,29 +557,47 @@ class BaseWorker:
         self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
         return next_claim
 
-    def _record(self, job_id: str, queue: str, execution_id: str, plan: engine.Plan, working: float,
-                claim_next: bool) -> engine.Claim:
+    def _record(
+        self, job_id: str, queue: str, execution_id: str, plan: engine.Plan, working: float, claim_next: bool
+    ) -> engine.Claim:
         """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped."""
         backoff = 1.0
         while True:
             try:
-                return engine.finish_job(self._engine_connection(), job_id, queue, execution_id, plan, working,
-                                         self._ref(), claim_next=claim_next)
+                return engine.finish_job(
+                    self._engine_connection(),
+                    job_id,
+                    queue,
+                    execution_id,
+                    plan,
+                    working,
+                    self._ref(),
+                    claim_next=claim_next,
+                )
             except redis.ConnectionError as exc:
-                self.log.error('Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id,
-                               exc, backoff)
+                self.log.error(
+                    'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, backoff
+                )
                 time.sleep(backoff)
                 backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
                 claim_next = False  # the next job is claimed by the loop once Redis is back
 
     def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool) -> engine.Plan:
         if outcome.kind == 'success':
-            return engine.plan_success(job, outcome.value, self.name, claim.execution_id, claim.started_at,
-                                       self.default_result_ttl)
+            return engine.plan_success(
+                job, outcome.value, self.name, claim.execution_id, claim.started_at, self.default_result_ttl
+            )
         if outcome.kind == 'retry':
             return engine.plan_retry_result(job, outcome.value, self.name, claim.execution_id, claim.started_at)
-        plan = engine.plan_failure(job, outcome.exc_string, self.name, claim.execution_id, claim.started_at,
-                                   stopped=stopped, retry=outcome.kind != 'poison')
+        plan = engine.plan_failure(
+            job,
+            outcome.exc_string,
+            self.name,
+            claim.execution_id,
+            claim.started_at,
+            stopped=stopped,
+            retry=outcome.kind != 'poison',
+        )
         if outcome.kind == 'poison':
             plan.fields = {**outcome.value, **plan.fields}  # unreadable fields reset, so RQ's readers load it
         if self.disable_default_exception_handler and plan.registry == 'failed':
@@ -563,11 +613,14 @@ class BaseWorker:
         except Exception as exc:
             bad = unreadable_fields(job, claim.raw)
             named = ', '.join(f'{name}={value!r}' for name, (value, _) in bad.items())
-            reason = (f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
-                      f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n')
+            reason = (
+                f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
+                f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n'
+            )
             resets = {name: reset for name, (_, reset) in bad.items()}
-            return self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}), \
-                Outcome('poison', exc_string=reason, value=resets)
+            return self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}), Outcome(
+                'poison', exc_string=reason, value=resets
+            )
         job._status = JobStatus.STARTED
         job.worker_name = self.name
         job.started_at = job.last_heartbeat = claim.started_at
@@ -587,11 +640,21 @@ class BaseWorker:
         return job
 
     def _unplannable(self, job: Job, exc: Exception) -> str:
-        fields = ', '.join(f'{name}={getattr(job, name)!r}' for name in
-                           ('retries_left', 'retry_intervals', 'repeats_left', 'repeat_intervals', 'result_ttl',
-                            'failure_ttl'))
-        return (f'rqfast: the outcome of job {job.id} could not be recorded as its hash asks ({fields}), '
-                f'so it failed: {type(exc).__name__}: {exc}\n')
+        fields = ', '.join(
+            f'{name}={getattr(job, name)!r}'
+            for name in (
+                'retries_left',
+                'retry_intervals',
+                'repeats_left',
+                'repeat_intervals',
+                'result_ttl',
+                'failure_ttl',
+            )
+        )
+        return (
+            f'rqfast: the outcome of job {job.id} could not be recorded as its hash asks ({fields}), '
+            f'so it failed: {type(exc).__name__}: {exc}\n'
+        )
 
     def _log_start(self, job: Job, queue: str) -> None:
         if self.log_job_description:
@@ -622,8 +685,13 @@ class BaseWorker:
         """Abandoned jobs, expired entries, stranded ids and dead workers of this worker's queues: one call."""
         from ..maintenance import clean_registries
 
-        clean_registries(self.connection, self.queue_names(), serializer=self.serializer,
-                         exception_handlers=self._exc_handlers, job_class=self.job_class)
+        clean_registries(
+            self.connection,
+            self.queue_names(),
+            serializer=self.serializer,
+            exception_handlers=self._exc_handlers,
+            job_class=self.job_class,
+        )
         self.last_cleaned_at = now()
 
     def run_maintenance_tasks(self) -> None:
@@ -665,8 +733,14 @@ class BaseWorker:
         return len(cls.all_keys(connection, queue))
 
     @classmethod
-    def all(cls, connection: Redis, job_class: Any = None, queue_class: Any = None, queue: Queue | None = None,
-            serializer: Any = None) -> list[BaseWorker]:
+    def all(
+        cls,
+        connection: Redis,
+        job_class: Any = None,
+        queue_class: Any = None,
+        queue: Queue | None = None,
+        serializer: Any = None,
+    ) -> list[BaseWorker]:
         found = [cls.find_by_key(key, connection) for key in cls.all_keys(connection, queue)]
         return [worker for worker in found if worker is not None]
 
@@ -678,7 +752,7 @@ class BaseWorker:
             return None
         fields = {_text(k): _text(v) for k, v in raw.items()}
         queues = [q for q in fields.get('queues', '').split(',') if q]
-        worker = cls(queues or ['default'], name=worker_key[len(keys.WORKER_PREFIX):], connection=connection)
+        worker = cls(queues or ['default'], name=worker_key[len(keys.WORKER_PREFIX) :], connection=connection)
         worker._state = WorkerStatus(fields.get('state', 'started'))
         worker.birth_date = utcparse(fields['birth']) if fields.get('birth') else None
         worker.last_heartbeat = utcparse(fields['last_heartbeat']) if fields.get('last_heartbeat') else None
@@ -701,5 +775,3 @@ class BaseWorker:
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.name!r})'
-
-

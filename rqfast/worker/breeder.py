@@ -51,8 +51,8 @@ class _Frames:
             size = _HEADER.unpack_from(self._buffer)[0]
             if len(self._buffer) < _HEADER.size + size:
                 break
-            messages.append(pickle.loads(bytes(self._buffer[_HEADER.size:_HEADER.size + size])))
-            del self._buffer[:_HEADER.size + size]
+            messages.append(pickle.loads(bytes(self._buffer[_HEADER.size : _HEADER.size + size])))
+            del self._buffer[: _HEADER.size + size]
         return messages
 
 
@@ -215,7 +215,7 @@ def _serve(sock: socket.socket, wake: tuple[int, int], run_horse: Callable[[int,
                 data = b''
             if not data:
                 return  # the worker is gone or stopping
-            module = pickle.loads(data[_HEADER.size:])  # one small request at a time: it comes whole
+            module = pickle.loads(data[_HEADER.size :])  # one small request at a time: it comes whole
             if module and module not in preloaded:
                 preloaded.add(module)
                 horse.preload(module)

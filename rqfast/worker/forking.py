@@ -40,7 +40,6 @@ class Horse:
     report_fd: int  # the horse writes how the job ended here
 
 
-
 class Worker(BaseWorker):
     """RQ's default worker: a fresh forked work horse per job."""
 
@@ -165,8 +164,9 @@ class Worker(BaseWorker):
         if self._breeder is not None and not self._breeder.alive:
             self._drop_breeder()
         if self._breeder is None and self.use_breeder and self._breeder_failures < 3:
-            self._breeder = Breeder.start(lambda job_fd, report_fd: self._horse_main(settings, job_fd, report_fd, ''),
-                                          sorted(self._open_fds))
+            self._breeder = Breeder.start(
+                lambda job_fd, report_fd: self._horse_main(settings, job_fd, report_fd, ''), sorted(self._open_fds)
+            )
         return self._breeder
 
     def _drop_breeder(self) -> None:
@@ -175,8 +175,9 @@ class Worker(BaseWorker):
             self._breeder.stop(0)
             self._breeder = None
 
-    def _forked_horse(self, settings: horse.HorseSettings, child_ends: tuple[int, int],
-                      worker_ends: tuple[int, int]) -> int:
+    def _forked_horse(
+        self, settings: horse.HorseSettings, child_ends: tuple[int, int], worker_ends: tuple[int, int]
+    ) -> int:
         """A horse forked by the worker itself."""
         horse.flush_stdio()  # or the horse would print what the worker had buffered, again
         pid = os.fork()
@@ -208,9 +209,15 @@ class Worker(BaseWorker):
     def horse_settings(self) -> horse.HorseSettings:
         if self._settings is None:
             self._settings = horse.HorseSettings(
-                self.name, horse.client_recipe(self.connection), self.job_class, self.serializer,
-                self.death_penalty_class, list(self._exc_handlers), self.queue_class.DEFAULT_TIMEOUT,
-                stand_in=self._stand_in())
+                self.name,
+                horse.client_recipe(self.connection),
+                self.job_class,
+                self.serializer,
+                self.death_penalty_class,
+                list(self._exc_handlers),
+                self.queue_class.DEFAULT_TIMEOUT,
+                stand_in=self._stand_in(),
+            )
         return self._settings
 
     def _stand_in(self) -> dict[bytes, bytes] | None:
@@ -350,7 +357,6 @@ class Worker(BaseWorker):
         self.log.warning('Worker %s: job %s failed (%s)', self.name, job.id, exc_string.strip())
         self.handle_work_horse_killed(job, pid, end.status, end.rusage)
         return Outcome('failure', exc_string=exc_string)
-
 
     def run_stopped_callback(self, job: Job) -> None:
         """The job's on_stopped callback runs in the worker, under its own timeout, as in RQ."""

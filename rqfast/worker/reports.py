@@ -50,8 +50,10 @@ class _PassSerialized:
 def killed_after_timeout_exc_string(timeout: int, grace: int) -> str:
     """A horse the worker killed: the job's own timeout signal did not end it (it blocked SIGALRM, or C code)."""
     name = f'{JobTimeoutException.__module__}.{JobTimeoutException.__qualname__}'
-    return (f'Work-horse killed by the worker: still running {grace} seconds after its timeout.\n'
-            f'{name}: Task exceeded maximum timeout value ({timeout} seconds)\n')
+    return (
+        f'Work-horse killed by the worker: still running {grace} seconds after its timeout.\n'
+        f'{name}: Task exceeded maximum timeout value ({timeout} seconds)\n'
+    )
 
 
 def reported_outcome(job: Job, report: Report) -> Outcome:

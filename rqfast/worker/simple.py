@@ -13,7 +13,8 @@ from .base import BaseWorker
 class SimpleWorker(BaseWorker):
     def execute(self, job: Job, claim: engine.Claim) -> Outcome:
         try:
-            return run_job(job, self.death_penalty_class, self._exc_handlers,
-                           default_timeout=self.queue_class.DEFAULT_TIMEOUT)
+            return run_job(
+                job, self.death_penalty_class, self._exc_handlers, default_timeout=self.queue_class.DEFAULT_TIMEOUT
+            )
         except (SystemExit, KeyboardInterrupt):  # the job exited, or a cold shutdown: a failure, as in RQ
             return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers)

@@ -26,7 +26,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # worker imported, and gets the worker's prefixes and exit()/quit(). Then it imports rqfast.horse
 # without the package's __init__ (which imports the worker, queues and registries); the first
 # `from rqfast import X` in a job runs the real __init__.
-_BOOTSTRAP = '''
+_BOOTSTRAP = """
 import sys
 def _replay_site(replay):
     import json, site
@@ -59,7 +59,7 @@ if sys.argv[5]:
 _rqfast_package(sys.argv[3])
 from rqfast.horse import spawn_main
 spawn_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[4])
-'''
+"""
 
 # Import hooks that come with Python, or that only matter to `import distutils` (setuptools' shim).
 _STANDARD_HOOK_MODULES = {'_frozen_importlib', '_frozen_importlib_external', 'zipimport', '_distutils_hack'}
@@ -92,13 +92,29 @@ class SpawnWorker(Worker):
         child_job_fd = max(job_read, job_write, report_read, report_write) + 1
         child_report_fd = child_job_fd + 1
         replay = site_replay()
-        argv = [sys.executable, *(['-S'] if replay else []), '-c', _BOOTSTRAP, str(child_job_fd),
-                str(child_report_fd), _PACKAGE_DIR, self._preload(), replay, *sys.path]
+        argv = [
+            sys.executable,
+            *(['-S'] if replay else []),
+            '-c',
+            _BOOTSTRAP,
+            str(child_job_fd),
+            str(child_report_fd),
+            _PACKAGE_DIR,
+            self._preload(),
+            replay,
+            *sys.path,
+        ]
         try:
-            pid = os.posix_spawn(sys.executable, argv, dict(os.environ), setpgroup=0, file_actions=[
-                (os.POSIX_SPAWN_DUP2, job_read, child_job_fd),
-                (os.POSIX_SPAWN_DUP2, report_write, child_report_fd),
-            ])
+            pid = os.posix_spawn(
+                sys.executable,
+                argv,
+                dict(os.environ),
+                setpgroup=0,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, job_read, child_job_fd),
+                    (os.POSIX_SPAWN_DUP2, report_write, child_report_fd),
+                ],
+            )
         except BaseException:
             for fd in (job_read, job_write, report_read, report_write):
                 os.close(fd)
@@ -116,10 +132,14 @@ class SpawnWorker(Worker):
         if self._pickled is None:
             client = horse.client_recipe(self.connection, picklable=True)
             if client is None:
-                self.log.warning('Worker %s: its Redis connection cannot be rebuilt in a child (a pool or an option '
-                                 'that does not pickle): jobs will fail', self.name)
-            settings = dataclasses.replace(self.horse_settings(), exception_handlers=self._picklable_handlers(),
-                                           client=client, stand_in=None)  # a new interpreter has no copy-on-write
+                self.log.warning(
+                    'Worker %s: its Redis connection cannot be rebuilt in a child (a pool or an option '
+                    'that does not pickle): jobs will fail',
+                    self.name,
+                )
+            settings = dataclasses.replace(
+                self.horse_settings(), exception_handlers=self._picklable_handlers(), client=client, stand_in=None
+            )  # a new interpreter has no copy-on-write
             self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
         return self._pickled
 
@@ -131,6 +151,9 @@ class SpawnWorker(Worker):
                 pickle.dumps(handler)
                 handlers.append(handler)
             except Exception:
-                self.log.warning('Worker %s: exception handler %r has no importable name, so it does not run in '
-                                 'spawned children', self.name, handler)
+                self.log.warning(
+                    'Worker %s: exception handler %r has no importable name, so it does not run in spawned children',
+                    self.name,
+                    handler,
+                )
         return handlers

@@ -64,16 +64,22 @@ class Waiter:
     def _wait_fake(self, timeout: int) -> tuple[str, str] | None:
         """fakeredis has no sockets to wait on: a short blocking move per queue in turn."""
         for queue in self.queues:
-            job_id = self.connection.blmove(keys.queue_key(queue), keys.intermediate_queue_key(queue),
-                                            max(timeout / len(self.queues), 0.1), 'LEFT', 'RIGHT')
+            job_id = self.connection.blmove(
+                keys.queue_key(queue),
+                keys.intermediate_queue_key(queue),
+                max(timeout / len(self.queues), 0.1),
+                'LEFT',
+                'RIGHT',
+            )
             if job_id is not None:
                 return queue, _text(job_id)
         return None
 
     def _wait_many(self, timeout: int) -> tuple[str, str] | None:
         for queue, conn in zip(self.queues, self._connections, strict=True):
-            conn.send_command('BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT',
-                              timeout)
+            conn.send_command(
+                'BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT', timeout
+            )
         pending = dict(enumerate(self._connections))
         ready, _, _ = select.select([conn._sock for conn in self._connections], [], [], timeout + 1)
         moved: list[tuple[str, str]] = []

@@ -1,0 +1,46 @@
+"""Every default rqfast uses, in one place: RQ 2.12's `rq.defaults` names first, then rqfast's own.
+
+`from rq.defaults import X` swaps to `from rqfast.defaults import X`. Python code imports the
+constants from here; the Lua scripts get them as arguments from their Python wrappers, so no
+number below is written twice.
+"""
+
+from __future__ import annotations
+
+# --- RQ 2.12's rq.defaults, same names and values (the class paths name rqfast's classes)
+
+DEFAULT_JOB_CLASS = 'rqfast.job.Job'
+DEFAULT_QUEUE_CLASS = 'rqfast.Queue'
+DEFAULT_WORKER_CLASS = 'rqfast.Worker'
+DEFAULT_SERIALIZER_CLASS = 'rqfast.serializers.DefaultSerializer'
+DEFAULT_CONNECTION_CLASS = 'redis.Redis'
+DEFAULT_DEATH_PENALTY_CLASS = 'rqfast.timeouts.UnixSignalDeathPenalty'
+DEFAULT_WORKER_TTL = 420  # seconds an idle worker's hash lives past its last heartbeat, minus 60
+DEFAULT_JOB_MONITORING_INTERVAL = 30  # seconds between heartbeats while a job runs
+DEFAULT_RESULT_TTL = 500
+DEFAULT_FAILURE_TTL = 31536000  # one year
+DEFAULT_CRON_JOB_HISTORY_LIMIT = 1000
+DEFAULT_CRON_JOB_HISTORY_TTL = 31536000
+DEFAULT_CRON_SCHEDULER_TTL = 120
+DEFAULT_SCHEDULER_FALLBACK_PERIOD = 120
+DEFAULT_MAINTENANCE_TASK_INTERVAL = 10 * 60  # RQ's; rqfast's workers use MAINTENANCE_INTERVAL below
+DEFAULT_LOGGING_DATE_FORMAT = '%H:%M:%S'
+DEFAULT_LOGGING_FORMAT = '%(asctime)s %(message)s'
+CALLBACK_TIMEOUT = 60
+UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
+
+# --- rqfast's own
+
+DEFAULT_QUEUE_TIMEOUT = 180  # a job's timeout when neither it nor its queue sets one (RQ's Queue.DEFAULT_TIMEOUT)
+MAINTENANCE_INTERVAL = 60  # seconds between maintenance passes (RQ: 600): abandoned jobs are found sooner
+MAINTENANCE_LOCK_TTL = 899  # RQ's rq:clean_registries:<q> lock TTL
+STUCK_AFTER = 60  # seconds an id may sit in an intermediate list before maintenance puts it back
+FIRST_SEEN_TTL = 86400  # TTL of the marker that records when an intermediate id was first seen
+IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
+MAX_BACKOFF = 60  # cap, in seconds, of every retry-with-backoff loop while Redis is unreachable
+HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the worker SIGKILLs it
+RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>
+MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
+ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
+SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
+SCHEDULER_LOCK_TTL = 61  # rq:scheduler-lock:<q> and rq:scheduler:<name> TTL
