@@ -43,4 +43,5 @@ RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
+SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_LOCK_TTL = 61  # rq:scheduler-lock:<q> and rq:scheduler:<name> TTL

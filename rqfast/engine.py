@@ -21,6 +21,7 @@ from .dates import epoch_seconds, now, utcformat
 from .job import Job, JobStatus, Retry
 from .jobhash import job_fields
 from .results import Result, encode_exc_string, encode_return_value
+from .text import as_text
 
 DEFAULT_RESULT_TTL = 500
 DEFAULT_FAILURE_TTL = 31536000
@@ -70,15 +71,11 @@ class Plan:
     stream: dict[str, Any] = field(default_factory=dict)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _claim_from_reply(reply: list[Any], execution_id: str, moment: datetime) -> Claim:
     job_id, queue, flat, dropped, suspended = reply
-    claim = Claim(dropped=[_text(d) for d in dropped or []], suspended=bool(suspended))
+    claim = Claim(dropped=[as_text(d) for d in dropped or []], suspended=bool(suspended))
     if job_id:
-        claim.job_id, claim.queue, claim.execution_id = _text(job_id), _text(queue), execution_id
+        claim.job_id, claim.queue, claim.execution_id = as_text(job_id), as_text(queue), execution_id
         claim.raw = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
         claim.started_at = moment
     return claim

@@ -11,16 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from .dates import now, utcformat, utcparse
 from .exceptions import NoSuchJobError
+from .text import as_text
 from .timeouts import parse_timeout
 
 if TYPE_CHECKING:
     from .job import Job
 
 UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _date_text(value: Any) -> str:
@@ -114,14 +111,14 @@ def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
 
 def _restore_texts_and_dates(job: Job, obj: dict[str, bytes]) -> None:
     job.created_at = _date(obj, 'created_at') or now()
-    job.origin = _text(obj['origin']) if obj.get('origin') else ''
-    job.worker_name = _text(obj['worker_name']) if obj.get('worker_name') else None
-    job.description = _text(obj['description']) if obj.get('description') else None
+    job.origin = as_text(obj['origin']) if obj.get('origin') else ''
+    job.worker_name = as_text(obj['worker_name']) if obj.get('worker_name') else None
+    job.description = as_text(obj['description']) if obj.get('description') else None
     job.enqueued_at = _date(obj, 'enqueued_at')
     job.started_at = _date(obj, 'started_at')
     job.ended_at = _date(obj, 'ended_at')
     job.last_heartbeat = _date(obj, 'last_heartbeat')
-    job.group_id = _text(obj['group_id']) if obj.get('group_id') else None
+    job.group_id = as_text(obj['group_id']) if obj.get('group_id') else None
     try:
         job.meta = job.serializer.loads(obj['meta']) if obj.get('meta') else {}
     except Exception:
@@ -130,7 +127,7 @@ def _restore_texts_and_dates(job: Job, obj: dict[str, bytes]) -> None:
         try:
             job._exc_info = zlib.decompress(obj['exc_info']).decode()
         except zlib.error:
-            job._exc_info = _text(obj['exc_info'])
+            job._exc_info = as_text(obj['exc_info'])
 
 
 def _restore_numbers_and_status(job: Job, obj: dict[str, bytes]) -> None:
@@ -141,39 +138,39 @@ def _restore_numbers_and_status(job: Job, obj: dict[str, bytes]) -> None:
             job._result = job.serializer.loads(obj['result'])
         except Exception:
             job._result = UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-    job.timeout = parse_timeout(_text(obj['timeout'])) if obj.get('timeout') else None
+    job.timeout = parse_timeout(as_text(obj['timeout'])) if obj.get('timeout') else None
     job.result_ttl = _int(obj, 'result_ttl')
     job.failure_ttl = _int(obj, 'failure_ttl')
     job.ttl = _int(obj, 'ttl')
-    job._status = JobStatus(_text(obj['status'])) if obj.get('status') else JobStatus.CREATED
+    job._status = JobStatus(as_text(obj['status'])) if obj.get('status') else JobStatus.CREATED
 
 
 def _restore_callbacks(job: Job, obj: dict[str, bytes]) -> None:
     for kind in ('success', 'failure', 'stopped'):
         if obj.get(f'{kind}_callback_name'):
-            setattr(job, f'_{kind}_callback_name', _text(obj[f'{kind}_callback_name']))
+            setattr(job, f'_{kind}_callback_name', as_text(obj[f'{kind}_callback_name']))
         if f'{kind}_callback_timeout' in obj:
             setattr(job, f'_{kind}_callback_timeout', int(obj[f'{kind}_callback_timeout']))
     if obj.get('webhooks'):
         try:
-            job.webhooks = json.loads(_text(obj['webhooks']))
+            job.webhooks = json.loads(as_text(obj['webhooks']))
         except ValueError:  # RQ logs and drops webhooks it cannot read
             job.webhooks = []
 
 
 def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
     dep_ids, dep_id = obj.get('dependency_ids'), obj.get('dependency_id')
-    job._dependency_ids = json.loads(_text(dep_ids)) if dep_ids else [_text(dep_id)] if dep_id else []
+    job._dependency_ids = json.loads(as_text(dep_ids)) if dep_ids else [as_text(dep_id)] if dep_id else []
     allow = obj.get('allow_dependency_failures')
     job.allow_dependency_failures = bool(int(allow)) if allow else None
     job.enqueue_at_front = bool(int(obj['enqueue_at_front'])) if 'enqueue_at_front' in obj else None
     job.number_of_retries = _int(obj, 'number_of_retries')
     job.retries_left = _int(obj, 'retries_left')
-    job.retry_intervals = json.loads(_text(obj['retry_intervals'])) if obj.get('retry_intervals') else None
+    job.retry_intervals = json.loads(as_text(obj['retry_intervals'])) if obj.get('retry_intervals') else None
     front = obj.get('enqueue_at_front_on_retry')
     job.enqueue_at_front_on_retry = bool(int(front)) if front else False
     job.repeats_left = _int(obj, 'repeats_left')
-    job.repeat_intervals = json.loads(_text(obj['repeat_intervals'])) if obj.get('repeat_intervals') else None
+    job.repeat_intervals = json.loads(as_text(obj['repeat_intervals'])) if obj.get('repeat_intervals') else None
 
 
 # What RQ's readers take as unset, for the fields they parse whenever present; "" for all others.
@@ -187,7 +184,7 @@ _RESET_VALUES = {
 
 def unreadable_fields(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> dict[str, tuple[Any, str]]:
     """The fields restore_job cannot parse: name -> (the stored value, the value that resets it)."""
-    obj: dict[str, bytes] = {_text(k): v for k, v in raw.items()}
+    obj: dict[str, bytes] = {as_text(k): v for k, v in raw.items()}
     bad: dict[str, tuple[Any, str]] = {}
     for name, value in obj.items():
         if name == 'data':

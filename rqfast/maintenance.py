@@ -24,6 +24,7 @@ from .execution import fail_job
 from .job import Job
 from .results import encode_exc_string
 from .serializers import resolve_serializer
+from .text import as_text
 from .timeouts import BaseDeathPenalty, UnixSignalDeathPenalty
 
 logger = logging.getLogger('rqfast.maintenance')
@@ -109,11 +110,11 @@ def _run(
         failed_expired=int(stats[1]),
         dropped=int(stats[2]),
         dead_workers=int(stats[3]),
-        locked=[_text(q) for q in locked],
+        locked=[as_text(q) for q in locked],
     )
     with_callback: list[str] = []
     for i in range(0, len(handled), 4):
-        queue, job_id, outcome = _text(handled[i]), _text(handled[i + 1]), _text(handled[i + 2])
+        queue, job_id, outcome = as_text(handled[i]), as_text(handled[i + 1]), as_text(handled[i + 2])
         report.abandoned.append((queue, job_id, outcome))
         logger.warning(
             'StartedJobRegistry cleanup: %s %s', job_id, exc_string if outcome == 'failed' else 'abandoned, retried'
@@ -121,7 +122,7 @@ def _run(
         if int(handled[i + 3]) or exception_handlers:
             with_callback.append(job_id)
     for i in range(0, len(rescued), 2):
-        report.rescued.append((_text(rescued[i]), _text(rescued[i + 1])))
+        report.rescued.append((as_text(rescued[i]), as_text(rescued[i + 1])))
         logger.warning(
             '%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0], report.rescued[-1][1]
         )
@@ -157,7 +158,3 @@ def _run_failure_callbacks(
             fail_job(job, (AbandonedJobError, AbandonedJobError(), None), penalty, handlers)
         except Exception as exc:  # a callback must not stop the pass for the other jobs
             logger.warning('Job %s: failure callback for an abandoned job raised: %s', job_id, exc)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

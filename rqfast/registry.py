@@ -11,15 +11,12 @@ from .dates import epoch_seconds, from_epoch, now
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
 from .serializers import resolve_serializer
+from .text import as_text
 
 if TYPE_CHECKING:
     from .queue import Queue
 
 DEFAULT_FAILURE_TTL = 31536000
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class BaseRegistry:
@@ -117,7 +114,7 @@ class BaseRegistry:
 
     @staticmethod
     def parse_job_id(entry: Any) -> str:
-        return _text(entry)
+        return as_text(entry)
 
     def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
         """Nothing to expire in the base registry."""
@@ -156,7 +153,7 @@ class ScheduledJobRegistry(BaseRegistry):
 
     def get_jobs_to_schedule(self, timestamp: int | None = None, chunk_size: int = 1000) -> list[str]:
         score = timestamp if timestamp is not None else epoch_seconds(now())
-        return [_text(m) for m in self.connection.zrangebyscore(self.key, 0, score, start=0, num=chunk_size)]
+        return [as_text(m) for m in self.connection.zrangebyscore(self.key, 0, score, start=0, num=chunk_size)]
 
     def get_jobs_to_enqueue(self, timestamp: float | None = None) -> list[str]:
         return self.get_expired_job_ids(timestamp)
@@ -188,7 +185,7 @@ class StartedJobRegistry(BaseRegistry):
 
     @staticmethod
     def parse_job_id(entry: Any) -> str:
-        return parse_job_id(_text(entry))
+        return parse_job_id(as_text(entry))
 
     def __contains__(self, item: Any) -> bool:
         job_id = item.id if isinstance(item, Job) else item
@@ -201,7 +198,7 @@ class StartedJobRegistry(BaseRegistry):
             self.cleanup()
         pairs = []
         for member in self.connection.zrange(self.key, start, end, desc=desc):
-            job_id, _, execution_id = _text(member).partition(':')
+            job_id, _, execution_id = as_text(member).partition(':')
             pairs.append((job_id, execution_id))
         return pairs
 

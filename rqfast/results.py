@@ -14,13 +14,10 @@ from . import keys
 from .dates import from_epoch, now
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
+from .text import as_text
 
 if TYPE_CHECKING:
     from .job import Job
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Result:
@@ -75,7 +72,7 @@ class Result:
     @classmethod
     def all(cls, job: Job, serializer: Any = None) -> list[Result]:
         entries = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
-        return [cls.restore(job.id, _text(rid), payload, job.connection, serializer) for rid, payload in entries]
+        return [cls.restore(job.id, as_text(rid), payload, job.connection, serializer) for rid, payload in entries]
 
     @classmethod
     def count(cls, job: Job) -> int:
@@ -98,15 +95,15 @@ class Result:
             if not response:
                 return None
             result_id, payload = response[0]
-        return cls.restore(job.id, _text(result_id), payload, job.connection, serializer)
+        return cls.restore(job.id, as_text(result_id), payload, job.connection, serializer)
 
     @classmethod
     def restore(cls, job_id: str, result_id: str, payload: dict, connection: Redis, serializer: Any = None) -> Result:
-        fields = {_text(k): v for k, v in payload.items()}
+        fields = {as_text(k): v for k, v in payload.items()}
         serializer = resolve_serializer(serializer)
         return_value = fields.get('return_value')
         if return_value is not None:
-            return_value = serializer.loads(b64decode(_text(return_value)))
+            return_value = serializer.loads(b64decode(as_text(return_value)))
         exc_string = fields.get('exc_string')
         if exc_string:
             exc_string = zlib.decompress(b64decode(exc_string)).decode()
@@ -119,9 +116,9 @@ class Result:
             created_at=from_epoch(int(result_id.split('-')[0]) / 1000),
             return_value=return_value,
             exc_string=exc_string or None,
-            worker_name=_text(fields['worker_name']) if fields.get('worker_name') else '',
+            worker_name=as_text(fields['worker_name']) if fields.get('worker_name') else '',
             serializer=serializer,
-            execution_id=_text(fields['execution_id']) if fields.get('execution_id') else None,
+            execution_id=as_text(fields['execution_id']) if fields.get('execution_id') else None,
             execution_started_at=from_epoch(float(started)) if started else None,
             execution_ended_at=from_epoch(float(ended)) if ended else None,
         )

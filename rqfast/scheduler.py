@@ -24,14 +24,16 @@ import redis
 from redis import Redis
 
 from . import keys, scripts
+from .backoff import Backoff
 from .dates import epoch_seconds, now, utcformat, utcparse
+from .defaults import SCHEDULER_MAX_BACKOFF
 from .exceptions import SchedulerNotFound
 from .serializers import resolve_serializer
+from .text import as_text
 
 logger = logging.getLogger('rqfast.scheduler')
 
 CHUNK_SIZE = 1000  # jobs moved per queue per tick, as RQ's get_jobs_to_schedule
-MAX_BACKOFF = 30
 
 
 class SchedulerStatus(str, Enum):
@@ -48,10 +50,6 @@ def _names(queues: Any) -> list[str]:
         if name not in names:
             names.append(name)
     return names
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class RQScheduler:
@@ -118,7 +116,7 @@ class RQScheduler:
         raw = connection.hgetall(keys.scheduler_key(name))
         if not raw:
             raise SchedulerNotFound(f"Scheduler with name '{name}' not found")
-        fields = {_text(k): _text(v) for k, v in raw.items()}
+        fields = {as_text(k): as_text(v) for k, v in raw.items()}
         scheduler = cls([q for q in fields.get('queues', '').split(',') if q], connection=connection, name=name)
         scheduler.hostname = fields.get('hostname', '')
         scheduler.pid = int(fields.get('pid') or 0)
@@ -201,16 +199,16 @@ class RQScheduler:
 
     def work(self) -> None:
         """Tick every `interval` seconds until stop(); connection errors back off, up to 30 s."""
-        backoff = float(self.interval)
+        backoff = Backoff(first=float(self.interval), cap=SCHEDULER_MAX_BACKOFF)
         while not self._stop.is_set():
             try:
                 self.tick()
-                backoff = float(self.interval)
+                backoff.reset()
             except redis.RedisError as exc:
-                self.log.warning('Scheduler %s: tick failed: %s; retrying in %.0f s', self.name, exc, backoff)
-                if self._stop.wait(backoff):
+                delay = backoff.next()
+                self.log.warning('Scheduler %s: tick failed: %s; retrying in %.0f s', self.name, exc, delay)
+                if self._stop.wait(delay):
                     break
-                backoff = min(backoff * 2, MAX_BACKOFF)
                 continue
             except Exception:
                 self.log.exception('Scheduler %s: tick failed', self.name)

@@ -29,6 +29,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
 
 from .. import engine, keys, scripts
+from ..backoff import Backoff
 from ..dates import now, utcformat, utcparse
 from ..exceptions import StopRequested
 from ..execution import Outcome
@@ -38,6 +39,7 @@ from ..jobhash import unreadable_fields
 from ..queue import Queue
 from ..serializers import resolve_serializer
 from ..status import WorkerStatus
+from ..text import as_text
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
 from .waiting import Waiter
@@ -49,17 +51,12 @@ DEFAULT_RESULT_TTL = 500
 DEFAULT_JOB_MONITORING_INTERVAL = 30
 DEFAULT_MAINTENANCE_TASK_INTERVAL = 60  # RQ's is 600; abandoned jobs are found within about a minute
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
-MAX_CONNECTION_WAIT = 60
 
 
 class DequeueStrategy(str, Enum):
     DEFAULT = 'default'
     ROUND_ROBIN = 'round_robin'
     RANDOM = 'random'
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class BaseWorker:
@@ -289,20 +286,20 @@ class BaseWorker:
     def _listen(self, pubsub: Any) -> None:
         """Handle commands until unsubscribe(); a lost connection is retried with capped backoff."""
         # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
-        backoff = 1.0
+        backoff = Backoff()
         while self._pubsub is pubsub:
             try:
                 for message in pubsub.listen():
-                    backoff = 1.0
+                    backoff.reset()
                     if message.get('type') == 'message':
                         self.handle_payload(message)
                 return
             except Exception as exc:  # closed at teardown, or the connection was lost
                 if self._pubsub is not pubsub:
                     return
-                self.log.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, backoff)
-                time.sleep(backoff)
-                backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
+                delay = backoff.next()
+                self.log.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
+                time.sleep(delay)
 
     def unsubscribe(self) -> None:
         pubsub, self._pubsub = self._pubsub, None
@@ -316,7 +313,7 @@ class BaseWorker:
     def handle_payload(self, message: dict[str, Any]) -> None:
         """RQ's pub/sub commands: shutdown, kill-horse, stop-job."""
         try:
-            payload = json.loads(_text(message['data']))
+            payload = json.loads(as_text(message['data']))
         except (ValueError, KeyError):
             return
         command = payload.get('command')
@@ -433,13 +430,13 @@ class BaseWorker:
     def _wait_for_claim(self, burst: bool, max_idle_time: int | None) -> engine.Claim | None:
         """Claim a job, blocking while the queues are empty (not in burst mode). None: time to stop."""
         idle_since = time.monotonic()
-        backoff = 1.0
+        backoff = Backoff()
         moved: tuple[str, str] | None = None
         while not self._stop_requested:
             try:
                 claim = engine.claim_job(self._engine_connection(), self._ref(), moved)
                 moved = None
-                backoff = 1.0
+                backoff.reset()
                 self._log_dropped(claim)
                 if claim:
                     self._after_claim(claim.queue or '')
@@ -464,9 +461,9 @@ class BaseWorker:
                     wait = max(1, min(wait, int(left + 0.999)))
                 moved = self._interruptibly(self._waiter_for().wait, wait)
             except redis.ConnectionError as exc:
-                self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, backoff)
-                time.sleep(backoff)
-                backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
+                delay = backoff.next()
+                self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, delay)
+                time.sleep(delay)
         return None
 
     def _waiter_for(self) -> Waiter:
@@ -561,7 +558,7 @@ class BaseWorker:
         self, job_id: str, queue: str, execution_id: str, plan: engine.Plan, working: float, claim_next: bool
     ) -> engine.Claim:
         """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped."""
-        backoff = 1.0
+        backoff = Backoff()
         while True:
             try:
                 return engine.finish_job(
@@ -575,11 +572,11 @@ class BaseWorker:
                     claim_next=claim_next,
                 )
             except redis.ConnectionError as exc:
+                delay = backoff.next()
                 self.log.error(
-                    'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, backoff
+                    'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, delay
                 )
-                time.sleep(backoff)
-                backoff = min(backoff * 2, MAX_CONNECTION_WAIT)
+                time.sleep(delay)
                 claim_next = False  # the next job is claimed by the loop once Redis is back
 
     def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool) -> engine.Plan:
@@ -726,7 +723,7 @@ class BaseWorker:
     @classmethod
     def all_keys(cls, connection: Redis, queue: Queue | None = None) -> list[str]:
         key = keys.workers_by_queue_key(queue.name) if queue else keys.WORKERS
-        return [_text(m) for m in connection.smembers(key)]
+        return [as_text(m) for m in connection.smembers(key)]
 
     @classmethod
     def count(cls, connection: Redis, queue: Queue | None = None) -> int:
@@ -750,7 +747,7 @@ class BaseWorker:
         if not raw:
             connection.srem(keys.WORKERS, worker_key)
             return None
-        fields = {_text(k): _text(v) for k, v in raw.items()}
+        fields = {as_text(k): as_text(v) for k, v in raw.items()}
         queues = [q for q in fields.get('queues', '').split(',') if q]
         worker = cls(queues or ['default'], name=worker_key[len(keys.WORKER_PREFIX) :], connection=connection)
         worker._state = WorkerStatus(fields.get('state', 'started'))
@@ -765,7 +762,7 @@ class BaseWorker:
 
     def get_current_job_id(self) -> str | None:
         value = self.connection.hget(self.key, 'current_job')
-        return _text(value) if value else None
+        return as_text(value) if value else None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BaseWorker) and self.name == other.name

@@ -15,10 +15,7 @@ from typing import Any
 from redis import Redis
 
 from .. import keys, scripts
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+from ..text import as_text
 
 
 class Waiter:
@@ -72,7 +69,7 @@ class Waiter:
                 'RIGHT',
             )
             if job_id is not None:
-                return queue, _text(job_id)
+                return queue, as_text(job_id)
         return None
 
     def _wait_many(self, timeout: int) -> tuple[str, str] | None:
@@ -89,12 +86,12 @@ class Waiter:
                 reply = conn.read_response()
                 del pending[index]
                 if reply is not None:
-                    moved.append((self.queues[index], _text(reply)))
+                    moved.append((self.queues[index], as_text(reply)))
         for index, conn in pending.items():
             self.connection.execute_command('CLIENT', 'UNBLOCK', self._client_ids[index])
             reply = conn.read_response()
             if reply is not None:
-                moved.append((self.queues[index], _text(reply)))
+                moved.append((self.queues[index], as_text(reply)))
         if not moved:
             return None
         moved.sort(key=lambda pair: self.queues.index(pair[0]))
