@@ -1,16 +1,27 @@
-# The few targets a newcomer looks for. `make test` runs the README's test command, as .ci/run does.
+# The few targets a newcomer looks for. `make test` runs the README's test command, as .ci/run does;
+# `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test lint bench
+.PHONY: install test lint format mypy all bench
 
 install:
-	$(PYTHON) -m pip install -e '.[test]'
+	$(PYTHON) -m pip install -e '.[test,lint]'
 
 test:
 	python -m pip install -e '.[test]' && python -m pytest
 
-lint:  # needs ruff: python -m pip install -e '.[lint]'
-	ruff check rqfast tests
+lint:  # needs the lint extra: python -m pip install -e '.[lint]'
+	ruff check rqfast tests bench examples
+	ruff format --check rqfast tests bench examples
+
+format:
+	ruff check --fix rqfast tests bench examples
+	ruff format rqfast tests bench examples
+
+mypy:
+	mypy
+
+all: lint mypy test
 
 bench:
 	$(PYTHON) -m bench
