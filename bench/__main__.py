@@ -1,7 +1,8 @@
-"""python -m bench [--quick] [--runs N] [--only SCENARIO,...] [--out DIR]
+"""python -m bench [--quick] [--runs N] [--only SCENARIO,...] [--out DIR] [--baseline REV]
 
 Measures rqfast and RQ (and BullMQ, if installed) against the same private redis-server in one
-run and prints a markdown table, also written to bench/results/<date>-<host>.md.
+run and prints a markdown table, also written to bench/results/<date>-<host>.md. With --baseline,
+rqfast as of git revision REV runs in the same run as a column of its own.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-from bench import report
+from bench import baseline, report
 from bench.counting import REPO_ROOT
 from bench.libs import bullmq_version, load_lib
 from bench.redis_server import PrivateRedis, Target
@@ -44,6 +46,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         'the bench FLUSHes its database and resets its stats, so it needs --i-own-this-redis',
     )
     parser.add_argument('--i-own-this-redis', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument(
+        '--baseline',
+        metavar='REV',
+        help="also measure rqfast as of git revision REV (e.g. HEAD~5, a sha), in the same run: column 'rqfast@<sha>'",
+    )
     # Tests the harness: RQ runs in the rqfast column too, so every ratio should be near 1.
     parser.add_argument('--self-test', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -55,6 +62,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if args.runs < 1:
         parser.error('--runs must be at least 1')
+    if args.baseline and args.self_test:
+        parser.error('--baseline and --self-test do not mix (try --baseline HEAD on a clean tree instead)')
     return args
 
 
@@ -68,11 +77,16 @@ def selected(scenarios: list[Scenario], only: str | None) -> list[Scenario]:
     return chosen
 
 
-def participants(self_test: bool, no_bullmq: bool) -> tuple[list[Participant], str | None]:
-    people = [
-        Participant('rq', load_lib('rq', 'rq')),
-        Participant('rqfast', load_lib('rqfast', 'rq' if self_test else 'rqfast')),
-    ]
+def participants(
+    self_test: bool, no_bullmq: bool, old: baseline.Baseline | None
+) -> tuple[list[Participant], str | None]:
+    ours = load_lib('rqfast', 'rq' if self_test else 'rqfast')
+    if not self_test:
+        ours.root = REPO_ROOT  # every run checks that this column runs the working tree's rqfast
+    people = [Participant('rq', load_lib('rq', 'rq')), Participant('rqfast', ours)]
+    if old is not None:
+        lib = old.lib()
+        people.append(Participant(old.label, lib, missing=baseline.probe(lib), baseline_of='rqfast'))
     bull = bullmq_version()
     if no_bullmq:
         people.append(Participant('bullmq', missing='skipped (--no-bullmq)'))
@@ -81,19 +95,39 @@ def participants(self_test: bool, no_bullmq: bool) -> tuple[list[Participant], s
     return people, bull
 
 
-def compile_sources() -> None:
+def compile_sources(old: baseline.Baseline | None) -> None:
     """Byte-compile rqfast and bench as `pip install` compiles rq, so that no spawned child pays for compiling
-    source that its rq counterpart gets precompiled (PYTHONDONTWRITEBYTECODE would otherwise keep it so)."""
+    source that its rq counterpart gets precompiled (PYTHONDONTWRITEBYTECODE would otherwise keep it so).
+    A --baseline's rqfast too, in its temporary directory."""
     for package in ('rqfast', 'bench'):
         compileall.compile_dir(str(REPO_ROOT / package), quiet=1)
+    if old is not None:
+        compileall.compile_dir(str(old.root / 'rqfast'), quiet=1)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    scale = QUICK if args.quick or args.self_test else FULL
     # Spawned work horses (SpawnWorker) start a new interpreter: let it find bench.jobs too.
     os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get('PYTHONPATH')) if p)
-    compile_sources()
+    with ExitStack() as stack:  # a --baseline's temporary directory goes last, after the server
+        old = stack.enter_context(baseline.materialised(REPO_ROOT, args.baseline)) if args.baseline else None
+        compile_sources(old)
+        text = measure(args, old)
+        if old is not None:
+            baseline.assert_not_imported_here(old.root)
+    if text is None:
+        return 0
+    print(text)
+    # A self-test's figures are not results: they go to the temp directory unless --out says otherwise.
+    default_out = Path(tempfile.gettempdir()) / 'bench-self-test' if args.self_test else DEFAULT_OUT
+    path = report.write(args.out or default_out, text)
+    print(f'written to {path}', file=sys.stderr)
+    return 0
+
+
+def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | None:
+    """The whole run against a private redis-server (or --redis-url): the report's text, or None after --list."""
+    scale = QUICK if args.quick or args.self_test else FULL
     usable = report.usable_cpus()  # before pinning narrows it
     server = None if args.redis_url else PrivateRedis()
     pinning = 'not pinned (the default; --pin pins)' if not args.redis_url else 'not pinned (--redis-url)'
@@ -104,11 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = selected(build(scale, target), args.only)
         if args.list:
             print('\n'.join(f'{s.name:<14} {s.rows[0].label}' for s in scenarios))
-            return 0
-        people, bull = participants(args.self_test, args.no_bullmq)
+            return None
+        people, bull = participants(args.self_test, args.no_bullmq, old)
         where = "user's server" if args.redis_url else f'private redis-server on 127.0.0.1:{target.port}'
         facts = report.machine_facts(target.version, where, people, bull, scale.name, args.runs, usable)
         facts.append(('CPU pinning', pinning))
+        if old is not None:
+            facts.append(('rqfast column', f'the working tree: {baseline.working_tree_fact(REPO_ROOT)}'))
         if args.self_test:
             facts.append(('self-test', 'the rqfast column runs RQ: ratios near 1.00 show the harness is fair'))
         started = time.monotonic()
@@ -117,18 +153,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f'[{number}/{len(scenarios)}] {scenario.name}', file=sys.stderr, flush=True)
             results.update(run_scenario(scenario, people, args.runs, target, scale.timeout))
         body = report.table(scenarios, results, people)
-        text = report.document(
-            facts, body, report.notes(scenarios, results, people), args.runs, time.monotonic() - started
-        )
+        note_lines = report.notes(scenarios, results, people)
+        label = old.label if old else None
+        return report.document(facts, body, note_lines, args.runs, time.monotonic() - started, label)
     finally:
         if server is not None:
             server.stop()
-    print(text)
-    # A self-test's figures are not results: they go to the temp directory unless --out says otherwise.
-    default_out = Path(tempfile.gettempdir()) / 'bench-self-test' if args.self_test else DEFAULT_OUT
-    path = report.write(args.out or default_out, text)
-    print(f'written to {path}', file=sys.stderr)
-    return 0
 
 
 if __name__ == '__main__':

@@ -39,12 +39,13 @@ class CountedRun:
 def subprocess_env(count_round_trips_into: str | None = None) -> dict[str, str]:
     """The environment for worker subprocesses: bench importable, optionally the write counter."""
     env = dict(os.environ)
-    paths = [str(REPO_ROOT)]
+    # Kept in order: a baseline run has put its directory first, ahead of the repository (libs.import_from).
+    paths = [path for path in env.get('PYTHONPATH', '').split(os.pathsep) if path]
+    if str(REPO_ROOT) not in paths:
+        paths.append(str(REPO_ROOT))
     if count_round_trips_into:
         paths.insert(0, str(HOOK_DIR))
         env['BENCH_RT_FILE'] = count_round_trips_into
-    if env.get('PYTHONPATH'):
-        paths.append(env['PYTHONPATH'])
     env['PYTHONPATH'] = os.pathsep.join(paths)
     return env
 
@@ -96,10 +97,15 @@ def per_job(
     }
 
 
+def module_args(lib: Lib) -> list[str]:
+    """run_worker's options naming the library, and the directory it must be imported from, if any."""
+    return ['--module', lib.module_name, *(['--root', str(lib.root)] if lib.root else [])]
+
+
 def rq_per_job(lib: Lib, target: Target, worker_class: str, count: int, timeout: float) -> dict[str, float]:
     lib.cls(worker_class)  # n/a early if the class is missing
     queue = rq_side.make_queue(lib, target)
-    argv = ['--url', target.url, '--module', lib.module_name, '--class', worker_class, '--queue', queue.name]
+    argv = ['--url', target.url, *module_args(lib), '--class', worker_class, '--queue', queue.name]
     return per_job(
         target,
         lambda n: argv,
@@ -137,8 +143,7 @@ def rq_memory(lib: Lib, target: Target, count: int, timeout: float) -> dict[str,
     argv = [
         '--url',
         target.url,
-        '--module',
-        lib.module_name,
+        *module_args(lib),
         '--class',
         'SimpleWorker',
         '--queue',

@@ -10,6 +10,7 @@ import socket
 import statistics
 from pathlib import Path
 
+from bench.libs import origin_of
 from bench.runner import Cell, Participant, Results
 from bench.scenarios import Row, Scenario
 
@@ -59,8 +60,14 @@ def machine_facts(
         ('hiredis', _version('hiredis')),
     ]
     for who in people:
-        if who.lib is not None:
-            facts.append((who.lib.label, f'{who.lib.version} (module {who.lib.module_name})'))
+        lib = who.lib
+        if lib is None:
+            continue
+        if lib.deferred:  # a --baseline: never imported here, its version says which commit and where
+            facts.append((lib.label, lib.version))
+        else:
+            where = f' from {origin_of(lib.module)}' if lib.root is not None else ''
+            facts.append((lib.label, f'{lib.version} (module {lib.module_name}{where})'))
     facts.append(('bullmq', bullmq or 'not installed'))
     facts.append(('mode', f'{mode}, {runs} runs per timed row'))
     return facts
@@ -97,6 +104,8 @@ def table(scenarios: list[Scenario], results: Results, people: list[Participant]
         headers.append(who.label if who.label != 'bullmq' else 'BullMQ')
         if who.label != base:
             headers.append(f'{headers[-1]} / {base}')
+        if who.baseline_of:
+            headers.append(f'{who.baseline_of} / baseline')
     lines = ['| ' + ' | '.join(headers) + ' |', '|' + '---|' * 2 + '---:|' * (len(headers) - 2)]
     for scenario in scenarios:
         for row in scenario.rows:
@@ -108,6 +117,8 @@ def table(scenarios: list[Scenario], results: Results, people: list[Participant]
                 parts.append(_cell_text(cells[who.label], row))
                 if who.label != base:
                     parts.append(_ratio(cells[who.label], cells[base]))
+                if who.baseline_of:
+                    parts.append(_ratio(cells[who.baseline_of], cells[who.label]))
             lines.append('| ' + ' | '.join(parts) + ' |')
     return '\n'.join(lines)
 
@@ -129,17 +140,31 @@ def notes(scenarios: list[Scenario], results: Results, people: list[Participant]
     return lines
 
 
-def document(facts: list[tuple[str, str]], body: str, note_lines: list[str], runs: int, elapsed: float) -> str:
+def document(
+    facts: list[tuple[str, str]],
+    body: str,
+    note_lines: list[str],
+    runs: int,
+    elapsed: float,
+    baseline: str | None = None,
+) -> str:
     parts = ['# rqfast benchmark', '']
     parts += [f'- {name}: {value}' for name, value in facts]
     parts += [f'- bench runtime: {elapsed:.0f} s', '', body, '']
+    turns = f'rq, rqfast, {baseline}, BullMQ, rq, ...' if baseline else 'rq, rqfast, BullMQ, rq, ...'
     parts += [
-        f'Timed rows: median (min–max) of {runs} runs; the libraries take turns run by run (rq, rqfast, '
-        'BullMQ, rq, ...), each run in a fresh process on a freshly flushed Redis (growth rows: on a '
+        f'Timed rows: median (min–max) of {runs} runs; the libraries take turns run by run ({turns}), '
+        'each run in a fresh process on a freshly flushed Redis (growth rows: on a '
         "backlog each library filled once). A worker's time runs from work() to the last job's ended_at. "
         'Ratios divide medians (> 1 means more of the unit: better for ↑ rows, worse for ↓ rows). Counted '
         'and memory rows are single runs. — : no equivalent in that library. See bench/README.md.',
     ]
+    if baseline:
+        parts += [
+            '',
+            f'{baseline} is rqfast as of that commit, run in the same way in the same run; rqfast / baseline '
+            "divides the working tree's median by its median (↑ rows: below 1 means slower than before).",
+        ]
     if note_lines:
         parts += ['', 'Cells without a figure:', *note_lines]
     return '\n'.join(parts) + '\n'

@@ -14,6 +14,7 @@ import importlib
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.redis_server import Target
@@ -33,9 +34,11 @@ def resident_mib() -> float:
 
 
 def run_rq_like(args: argparse.Namespace) -> dict[str, float]:
+    from bench.libs import import_from
     from bench.rq_side import work_kwargs
 
-    module = importlib.import_module(args.module)
+    # python -m puts the current directory (the repository) first on sys.path: --root goes ahead of it.
+    module = import_from(args.module, Path(args.root)) if args.root else importlib.import_module(args.module)
     target = Target(args.url)
     connection = target.connect()
     queue = module.Queue(args.queue, connection=connection)
@@ -62,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog='python -m bench.run_worker', description=__doc__)
     parser.add_argument('--url', required=True)
     parser.add_argument('--module', default='rq', help='rq or rqfast')
+    parser.add_argument('--root', help='import --module from this directory, and check that it did (rqfast columns)')
     parser.add_argument('--class', dest='worker_class', default='SimpleWorker')
     parser.add_argument('--queue', default='bench_rq')
     parser.add_argument('--max-jobs', type=int, default=0)

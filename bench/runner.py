@@ -16,9 +16,10 @@ from bench.scenarios import Scenario
 
 @dataclass
 class Participant:
-    label: str  # column: "rq", "rqfast", "bullmq"
+    label: str  # column: "rq", "rqfast", "rqfast@<sha>" (--baseline), "bullmq"
     lib: Lib | None = None  # None for BullMQ
     missing: str | None = None  # set when the library cannot run at all (e.g. "not installed")
+    baseline_of: str | None = None  # --baseline: the column this one is the old code of ("rqfast")
 
 
 @dataclass
@@ -34,7 +35,8 @@ def _measure_fn(scenario: Scenario, who: Participant) -> Callable[[], Any] | Non
     if who.lib is None:
         return scenario.bull
     rq_measure, lib = scenario.rq, who.lib
-    return None if rq_measure is None else (lambda: rq_measure(lib))
+    # activate() runs in the run's own process: it imports a baseline there and checks the module's origin.
+    return None if rq_measure is None else (lambda: rq_measure(lib.activate()))
 
 
 def run_scenario(scenario: Scenario, people: list[Participant], runs: int, target: Target, timeout: float) -> Results:
@@ -66,7 +68,7 @@ def _prepare(scenario: Scenario, who: Participant, runs: int, results: Results) 
         _note_all(results, who.label, '—')
         return False
     try:
-        run_in_child(lambda: prepare(lib, runs), timeout=900)  # enqueueing up to 100k jobs
+        run_in_child(lambda: prepare(lib.activate(), runs), timeout=900)  # enqueueing up to 100k jobs
     except (NotAvailable, MeasurementError) as exc:
         _note_all(results, who.label, _describe(exc))
         return False
@@ -103,4 +105,4 @@ def _note_all(results: Results, label: str, note: str) -> None:
 
 
 def _progress(name: str, run: int, label: str, text: str) -> None:
-    print(f'  {name:<14} run {run + 1}  {label:<7} {text}', file=sys.stderr, flush=True)
+    print(f'  {name:<14} run {run + 1}  {label:<14} {text}', file=sys.stderr, flush=True)
