@@ -215,7 +215,7 @@ def plan(
     else:
         result = _raised(job, outcome, run)
     if disable_default_exception_handler and result.registry == 'failed':
-        result.registry, result.stream, result.job_ttl = '', {}, ''
+        result.registry, result.registry_score, result.job_ttl, result.stream, result.stream_ttl = '', '', '', {}, ''
         result.fields = {'status': result.fields['status']}  # RQ only sets the status then
     return result
 

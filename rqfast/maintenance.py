@@ -24,7 +24,7 @@ from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
 from .exceptions import AbandonedJobError, NoSuchJobError
 from .execution import fail_job
 from .job import Job
-from .jobhash import unreadable_fields
+from .jobhash import restore_job, unreadable_fields
 from .outcome import Outcome, OutcomeKind
 from .serializers import resolve_serializer
 from .text import as_text
@@ -140,7 +140,7 @@ def _abandoned_job(
     planned = {name: value for name, value in raw.items() if name in PLANNED_FIELDS and value is not None}
     for name in unreadable_fields(job, planned):
         del planned[name]
-    job.restore({'data': b'', **planned})
+    restore_job(job, {'data': b'', **planned})
     job.origin = queue
     return job
 

@@ -24,8 +24,10 @@ import rq
 import rq.registry
 
 from rqfast import Callback, Queue, Retry, SimpleWorker, engine, keys, maintenance
+from rqfast.dates import now
 from rqfast.exceptions import AbandonedJobError
 from rqfast.job import Dependency, JobStatus
+from rqfast.outcome import Outcome, OutcomeKind
 from rqfast.registry import FailedJobRegistry, StartedJobRegistry
 from rqfast.results import Result
 
@@ -307,6 +309,42 @@ def test_only_started_jobs_are_failed(connection: redis.Redis) -> None:
     assert report.abandoned == []
     assert connection.zcard(keys.started_registry_key('q')) == 0
     assert job.get_status() == JobStatus.CANCELED
+
+
+def test_an_abandoned_job_settled_meanwhile_is_left_alone(connection: redis.Redis) -> None:
+    """finish_job's fence: the outcome is recorded only while the job is started and its entry still there."""
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.noop)
+    claimed = claim(connection)
+    member = f'{job.id}:{claimed.execution_id}'
+    moment = now()
+    plan = engine.plan(job, Outcome(OutcomeKind.ABANDONED, exc_string='gone'), moment)
+    connection.hset(keys.job_key(job.id), 'status', 'finished')  # its worker recorded it after all
+
+    assert not engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+
+    assert job.get_status() == JobStatus.FINISHED
+    assert connection.zcard(keys.started_registry_key('q')) == 0  # the entry is dropped
+    assert connection.zcard(keys.failed_registry_key('q')) == 0
+    assert not connection.exists(keys.results_key(job.id))
+
+
+def test_an_abandoned_job_is_recorded_once(connection: redis.Redis) -> None:
+    """Two cleaners that found the same entry: the second one's fence no longer holds."""
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.noop)
+    claimed = claim(connection)
+    member = f'{job.id}:{claimed.execution_id}'
+    moment = now()
+    plan = engine.plan(job, Outcome(OutcomeKind.ABANDONED, exc_string='gone'), moment)
+
+    first = engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+    second = engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+
+    assert (first, second) == (True, False)
+    assert job.get_status() == JobStatus.FAILED
+    assert connection.xlen(keys.results_key(job.id)) == 1
+    assert connection.zcard(keys.started_registry_key('q')) == 0
 
 
 def test_worker_start_runs_the_pass(connection: redis.Redis) -> None:
