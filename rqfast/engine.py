@@ -199,8 +199,9 @@ def plan(
         now: the moment of the outcome; every score and interval counts from it.
         worker_name, execution_id, started_at: the run's, for the result entry ('' and None: no worker
             or no execution, as for a sync run or an abandoned job).
-        disable_default_exception_handler: the worker's option: a job that ends failed gets only its
-            status written (no failed registry, no result entry, no TTL), as in RQ.
+        disable_default_exception_handler: the worker's option: a job that raised and ends failed (or
+            stopped, or poison) gets only its status written (no failed registry, no result entry, no
+            TTL), as in RQ; a returned Retry past its max is recorded in full all the same.
         sync: a run of an is_async=False queue (RQ's run_sync): never retried on failure, no ended_at
             then, and no dependents released on success or failure.
     """
@@ -214,9 +215,9 @@ def plan(
         result = _abandoned(job, outcome.exc_string, run)
     else:
         result = _raised(job, outcome, run)
-    if disable_default_exception_handler and result.registry == 'failed':
-        result.registry, result.registry_score, result.job_ttl, result.stream, result.stream_ttl = '', '', '', {}, ''
-        result.fields = {'status': result.fields['status']}  # RQ only sets the status then
+        if disable_default_exception_handler and result.registry == 'failed':  # RQ only sets the status then
+            status = result.fields['status']
+            result = Plan(release_as=result.release_as, counter=result.counter, fields={'status': status})
     return result
 
 

@@ -18,7 +18,7 @@ class OutcomeKind(str, Enum):
     RETRY = 'retry'  # the job returned a Retry: run again until retry.max, then failed
     FAILURE = 'failure'  # the job raised (or its horse died): retried while it has retries left, else failed
     STOPPED = 'stopped'  # stopped by a command: status stopped, never retried, dependents not released
-    POISON = 'poison'  # its hash could not be loaded: failed, never retried, unreadable fields reset
+    POISON = 'poison'  # its hash (or its outcome) could not be read: failed, never retried, bad fields reset
     ABANDONED = 'abandoned'  # its worker stopped heartbeating (maintenance): retried while it can, else failed
 
 

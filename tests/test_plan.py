@@ -205,6 +205,9 @@ def test_disable_default_exception_handler_writes_only_the_status() -> None:
 
     assert failed == engine.Plan(release_as='failed', counter='failed_job_count', fields={'status': 'failed'})
     assert retried.put_back == 'queue'  # a retry is not a failure: untouched
+    past_max = Outcome(OutcomeKind.RETRY, Retry(max=1))
+    past_max_plan = engine.plan(make_job(number_of_retries=1), past_max, NOW, disable_default_exception_handler=True)
+    assert past_max_plan.registry == 'failed' and past_max_plan.stream  # as the worker always recorded it
 
 
 # --- abandoned (maintenance: the worker is gone)
