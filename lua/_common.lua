@@ -1,6 +1,7 @@
 -- _common.lua: prepended to every script by rqfast/scripts.py (it is not a script of its own).
--- RQ 2.12's key names, built from the prefix the caller passes as ARGV[1] ("rq:"), and the few
--- writes several state changes share. rqfast/keys.py is the Python twin of the key table.
+-- RQ 2.12's key names, built from the prefix the caller passes as ARGV[1] (RQ's is "rq" and a
+-- colon), and the few writes several state changes share. Numbers (TTLs, limits) come in as
+-- arguments from rqfast/defaults.py; none is written here. rqfast/keys.py is the Python twin of the key table.
 local PREFIX = ARGV[1]
 local K = {
   queues = PREFIX .. 'queues',
@@ -128,16 +129,17 @@ local function argv_reader(i)
 end
 
 -- The heartbeat TTL of a running job (RQ's forking-worker rule, since every rqfast worker
--- heartbeats while its jobs run): min(timeout, monitoring interval) + 60.
-local function heartbeat_ttl(timeout, interval)
+-- heartbeats while its jobs run): min(timeout, monitoring interval) + grace.
+local function heartbeat_ttl(timeout, interval, grace)
   timeout = tonumber(timeout)
-  if timeout and timeout > 0 and timeout < interval then return math.floor(timeout) + 60 end
-  return interval + 60
+  if timeout and timeout > 0 and timeout < interval then return math.floor(timeout) + grace end
+  return interval + grace
 end
 
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker
 -- does in its prepare steps: job fields and PERSIST, the execution hash and zset, the started
--- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval.
+-- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval,
+-- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next).
 -- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash (or the key is
 -- not a hash) or no data.
 local function start_job(id, queue, w, x, c)
@@ -149,15 +151,15 @@ local function start_job(id, queue, w, x, c)
     if job[j] == 'data' then has_data = true elseif job[j] == 'timeout' then timeout = job[j + 1] end
   end
   if not has_data then return nil end
-  local ttl = heartbeat_ttl(timeout, c.interval)
+  local ttl = heartbeat_ttl(timeout, c.interval, c.grace)
   redis.call('HSET', key, 'status', 'started', 'started_at', c.now_text, 'last_heartbeat', c.now_text,
     'worker_name', w)
   redis.call('PERSIST', key)
   local execution = K.execution(id, x)
   redis.call('HSET', execution, 'id', x, 'created_at', c.now_float, 'last_heartbeat', c.now_float, 'worker_name', w)
   redis.call('EXPIRE', execution, ttl)
-  redis.call('ZADD', K.executions(id), c.now_int + ttl + 60, x)
-  redis.call('EXPIRE', K.executions(id), ttl + 60)
+  redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
+  redis.call('EXPIRE', K.executions(id), ttl + c.grace)
   redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
   if w ~= '' then
     local wkey = K.worker(w)
@@ -169,7 +171,8 @@ local function start_job(id, queue, w, x, c)
 end
 
 -- Pops and starts the first available job from `queues` (in the order given). Ids without a
--- job hash are dropped (returned, for the worker to log). With rq:suspended set, claims nothing.
+-- job hash are dropped (returned, for the worker to log), at most c.max_dropped per call. With
+-- <prefix>suspended set, claims nothing.
 -- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1}.
 local function claim_next(queues, w, x, c)
   local dropped = {}
@@ -181,7 +184,7 @@ local function claim_next(queues, w, x, c)
       local job = start_job(id, queue, w, x, c)
       if job then return {id, queue, job, dropped, 0} end
       dropped[#dropped + 1] = id
-      if #dropped >= 100 then return {false, false, false, dropped, 0} end
+      if #dropped >= c.max_dropped then return {false, false, false, dropped, 0} end
     end
   end
   return {false, false, false, dropped, 0}

@@ -3,15 +3,18 @@
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
--- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] worker idle TTL (s),
--- ARGV[8] new execution id, ARGV[9] id already moved into `queue`'s intermediate list by a
--- blocking BLMOVE ("" for none), ARGV[10] that queue, ARGV[11] number of queues, queue names...
+-- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] heartbeat grace (s,
+-- added to a running job's heartbeat TTL), ARGV[8] most ids without a job hash to drop before
+-- returning, ARGV[9] worker idle TTL (s), ARGV[10] new execution id, ARGV[11] id already moved
+-- into `queue`'s intermediate list by a blocking BLMOVE ("" for none), ARGV[12] that queue,
+-- ARGV[13] number of queues, queue names...
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
---   dropped ids (popped ids that had no job hash), 1 if rq:suspended is set else 0}
+--   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0}
 
 local r = argv_reader(2)
 local w = r.next()
 local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next()), interval = tonumber(r.next())}
+c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next())
 local idle_ttl = r.next()
 local x = r.next()
 local moved_id, moved_queue = r.next(), r.next()

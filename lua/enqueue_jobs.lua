@@ -3,7 +3,7 @@
 -- enqueue_at/in and the sync (is_async=False) store.
 --
 -- KEYS: none (job ids are data; keys are built from the prefix, see _common.lua)
--- ARGV[1] prefix ("rq:")
+-- ARGV[1] prefix (see _common.lua)
 -- ARGV[2] queue name
 -- ARGV[3] now as RQ's UTC text (becomes enqueued_at)
 -- ARGV[4] now as an integer epoch (the deferred registry's score)

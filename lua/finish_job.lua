@@ -5,43 +5,53 @@
 --
 -- KEYS: none
 -- ARGV[1] prefix
--- ARGV[2] worker name ("" for a sync run: no worker hash, no execution)
+-- ARGV[2] worker name ("" for a sync run or an abandoned job: no worker hash)
 -- ARGV[3] now as UTC text, ARGV[4] now as float epoch, ARGV[5] now as integer epoch
 -- ARGV[6] job id, ARGV[7] its queue (origin), ARGV[8] execution id ("" for none)
--- ARGV[9] registry to add the job to: "finished", "failed" or ""
--- ARGV[10] that registry's score ("+inf" allowed)
--- ARGV[11] job key TTL: "" leave, "delete" delete the job (result_ttl 0), "persist", or seconds
--- ARGV[12] release dependents as the parent's status: "finished", "failed" or "" (none)
--- ARGV[13] put the job back: "" no, "queue", "front" (LPUSH) or "schedule"
--- ARGV[14] the scheduled registry score for "schedule"
--- ARGV[15] worker counter to increment: "successful_job_count", "failed_job_count" or ""
--- ARGV[16] working time in seconds (HINCRBYFLOAT total_working_time)
--- ARGV[17] result stream TTL: "" leave, "-1" PERSIST, or seconds to EXPIRE
--- ARGV[18] n job hash fields, then field, value, ...   (HSET on the job)
--- then n result stream fields, then field, value, ...  (XADD MAXLEN ~ 10; n = 0 writes no entry)
--- then: claim next ("1"/"0"), job monitoring interval, worker idle TTL, new execution id,
---   n queues, queue names...
+-- ARGV[9] fence: "" for the owner's call; else a started-registry member `<id>:<execution id>`
+--   (maintenance recording an abandoned job): the outcome is recorded only while the job is still
+--   "started" and the member is still in its queue's started registry; the member goes either way
+-- ARGV[10] registry to add the job to: "finished", "failed" or ""
+-- ARGV[11] that registry's score ("+inf" allowed)
+-- ARGV[12] job key TTL: "" leave, "delete" delete the job (result_ttl 0), "persist", or seconds
+-- ARGV[13] release dependents as the parent's status: "finished", "failed" or "" (none)
+-- ARGV[14] put the job back: "" no, "queue", "front" (LPUSH) or "schedule"
+-- ARGV[15] the scheduled registry score for "schedule"
+-- ARGV[16] worker counter to increment: "successful_job_count", "failed_job_count" or ""
+-- ARGV[17] working time in seconds (HINCRBYFLOAT total_working_time)
+-- ARGV[18] result stream TTL: "" leave, "-1" PERSIST, or seconds to EXPIRE
+-- ARGV[19] result stream length (XADD MAXLEN ~)
+-- ARGV[20] n job hash fields, then field, value, ...   (HSET on the job)
+-- then n result stream fields, then field, value, ...  (XADD; n = 0 writes no entry)
+-- then: claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job
+--   hash to drop, worker idle TTL, new execution id, n queues, queue names...
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0} when no
--- claim was asked.
+-- claim was asked; with a fence, {false, false, false, {}, 0, 1 if recorded else 0}.
 
 local r = argv_reader(2)
 local w = r.next()
 local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
-local id, origin, x = r.next(), r.next(), r.next()
+local id, origin, x, fence = r.next(), r.next(), r.next(), r.next()
 local registry, registry_score, job_ttl = r.next(), r.next(), r.next()
 local release_as, put_back, schedule_score = r.next(), r.next(), r.next()
-local counter, working_time, stream_ttl = r.next(), r.next(), r.next()
+local counter, working_time, stream_ttl, maxlen = r.next(), r.next(), r.next(), r.next()
 local fields = r.list(2)
 local stream = r.list(2)
-local claim, interval, idle_ttl, next_x = r.next() == '1', tonumber(r.next()), r.next(), r.next()
+local claim = r.next() == '1'
+c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
+local idle_ttl, next_x = r.next(), r.next()
 local queues = r.list()
-c.interval = interval
 
 local key = K.job(id)
 -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
 -- parent's status before its own writes.
 local status_before = redis.call('HGET', key, 'status')
 local exists = status_before ~= false or redis.call('EXISTS', key) == 1
+-- An abandoned job is recorded only if no one settled it meanwhile: its member was still there.
+if fence ~= '' then
+  local removed = redis.call('ZREM', K.started(origin), fence) == 1
+  if not (removed and status_before == 'started') then return {false, false, false, {}, 0, 0} end
+end
 if status_before == 'canceled' or status_before == 'stopped' then
   if release_as ~= '' then release_as = status_before end
 end
@@ -64,7 +74,7 @@ if exists then
   if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
   if #stream > 0 then
     local results = K.results(id)
-    redis.call('XADD', results, 'MAXLEN', '~', 10, '*', unpack(stream))
+    redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(stream))
     if stream_ttl == '-1' then
       redis.call('PERSIST', results)
     elseif stream_ttl ~= '' then
@@ -94,6 +104,7 @@ if exists then
   end
 end
 
+if fence ~= '' then return {false, false, false, {}, 0, 1} end
 if not claim then
   set_worker_idle(w, c, idle_ttl)
   return {false, false, false, {}, 0}

@@ -4,13 +4,14 @@
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] worker hash TTL (s), ARGV[4] now as UTC text,
 -- ARGV[5] now as float epoch, ARGV[6] now as integer epoch, ARGV[7] job heartbeat TTL (s),
--- ARGV[8] working time of the current job (s, "" when idle),
--- ARGV[9] number of jobs in flight, then per job: id, queue, execution id
--- Returns: 1 if rq:suspended is set, else 0.
+-- ARGV[8] heartbeat grace (s: a job's executions entry outlives its heartbeat TTL by this much),
+-- ARGV[9] working time of the current job (s, "" when idle),
+-- ARGV[10] number of jobs in flight, then per job: id, queue, execution id
+-- Returns: 1 if <prefix>suspended is set, else 0.
 
 local r = argv_reader(2)
 local w, worker_ttl, now_text, now_float = r.next(), r.next(), r.next(), r.next()
-local now_int, ttl, working = tonumber(r.next()), tonumber(r.next()), r.next()
+local now_int, ttl, grace, working = tonumber(r.next()), tonumber(r.next()), tonumber(r.next()), r.next()
 local jobs = r.list(3)
 local wkey = K.worker(w)
 redis.call('HSET', wkey, 'last_heartbeat', now_text)
@@ -24,8 +25,8 @@ for j = 1, #jobs, 3 do
     redis.call('EXPIRE', execution, ttl)
   end
   redis.call('ZADD', K.started(queue), 'XX', now_int + ttl, id .. ':' .. x)
-  redis.call('ZADD', K.executions(id), 'XX', now_int + ttl + 60, x)
-  redis.call('EXPIRE', K.executions(id), ttl + 60)
+  redis.call('ZADD', K.executions(id), 'XX', now_int + ttl + grace, x)
+  redis.call('EXPIRE', K.executions(id), ttl + grace)
   if redis.call('EXISTS', K.job(id)) == 1 then redis.call('HSET', K.job(id), 'last_heartbeat', now_text) end
 end
 return redis.call('EXISTS', PREFIX .. 'suspended')

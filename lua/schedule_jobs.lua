@@ -1,7 +1,7 @@
 -- schedule_jobs.lua: one scheduler tick for all its queues, as RQ 2.12's RQScheduler does it over
 -- several round trips: take or refresh each queue's scheduler lock (RQ's protocol, so an RQ
 -- scheduler and an rqfast one never hold the same queue), heartbeat the scheduler hash, and move
--- the due jobs of every queue whose lock it holds from rq:scheduled:<q> onto rq:queue:<q>.
+-- the due jobs of every queue whose lock it holds from the scheduled registry onto the queue.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] scheduler name (the lock value), ARGV[3] lock and hash TTL (s),

@@ -36,6 +36,7 @@ MAINTENANCE_INTERVAL = 60  # seconds between maintenance passes (RQ: 600): aband
 MAINTENANCE_LOCK_TTL = 899  # RQ's rq:clean_registries:<q> lock TTL
 STUCK_AFTER = 60  # seconds an id may sit in an intermediate list before maintenance puts it back
 FIRST_SEEN_TTL = 86400  # TTL of the marker that records when an intermediate id was first seen
+HEARTBEAT_GRACE = 60  # seconds RQ adds to a running job's heartbeat TTL (and its executions entry to that)
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
 MAX_BACKOFF = 60  # cap, in seconds, of every retry-with-backoff loop while Redis is unreachable
 HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the worker SIGKILLs it

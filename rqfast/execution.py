@@ -8,24 +8,16 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .dates import now
 from .job import Job, Retry
+from .outcome import Outcome, OutcomeKind
 from .timeouts import BaseDeathPenalty, JobTimeoutException, UnixSignalDeathPenalty
 
+__all__ = ['ExceptionHandler', 'Outcome', 'fail_job', 'run_exception_handlers', 'run_job']
+
 ExceptionHandler = Callable[..., Any]
-
-
-@dataclass
-class Outcome:
-    """How a run ended: 'success' (value), 'retry' (value is the Retry) or 'failure' (exc_string)."""
-
-    kind: str
-    value: Any = None
-    exc_string: str = ''
-    exc_info: Any = None
 
 
 def run_job(
@@ -42,11 +34,11 @@ def run_job(
             value = job.perform()
         _ended(job)
         if isinstance(value, Retry):
-            return Outcome('retry', value)
+            return Outcome(OutcomeKind.RETRY, value)
         if job.success_callback:
             with death_penalty_class(job.success_callback_timeout, JobTimeoutException, job_id=job.id):
                 job.success_callback(job, job.connection, value)
-        return Outcome('success', value)
+        return Outcome(OutcomeKind.SUCCESS, value)
     except Exception:
         return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers)
 
@@ -72,7 +64,7 @@ def fail_job(
     except Exception:
         exc_info = sys.exc_info()
     run_exception_handlers(job, exc_info, exception_handlers)
-    return Outcome('failure', exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
+    return Outcome(OutcomeKind.FAILURE, exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
 
 
 def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[ExceptionHandler]) -> None:

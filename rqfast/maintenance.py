@@ -1,9 +1,12 @@
 """Maintenance: abandoned jobs, expired registry entries, stranded ids and dead workers.
 
 A pass is one script call for all of a worker's queues (lua/clean_registries.lua), done under
-RQ's rq:clean_registries:<q> locks. What Lua cannot do runs here afterwards, best effort: the
-failure callback and the exception handlers of each abandoned job, with AbandonedJobError, as RQ
-runs them in the cleaning process.
+RQ's rq:clean_registries:<q> locks. It settles what needs no decision and returns the abandoned
+jobs (started, but their worker stopped heartbeating); each is planned here with engine.plan, as
+any other outcome, and recorded with finish_job.lua, fenced on its started-registry entry: 1 + k
+calls for k abandoned jobs, which are rare. Then, best effort, the failure callback and the
+exception handlers of each abandoned job run with AbandonedJobError, as RQ runs them in the
+cleaning process.
 """
 
 from __future__ import annotations
@@ -13,26 +16,28 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from redis import Redis
-
-from . import scripts
-from .dates import epoch_seconds, now, utcformat
+from . import engine, scripts
+from .dates import epoch_seconds, now
+from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
 from .exceptions import AbandonedJobError, NoSuchJobError
 from .execution import fail_job
 from .job import Job
-from .results import encode_exc_string
+from .jobhash import restore_job, unreadable_fields
+from .outcome import Outcome, OutcomeKind
 from .serializers import resolve_serializer
 from .text import as_text
 from .timeouts import BaseDeathPenalty, UnixSignalDeathPenalty
 
+if TYPE_CHECKING:
+    from redis import Redis
+
 logger = logging.getLogger('rqfast.maintenance')
 
-DEFAULT_FAILURE_TTL = 31536000
-LOCK_TTL = 899  # RQ's rq:clean_registries:<q> TTL
-STUCK_AFTER = 60  # seconds an id may sit in an intermediate list before it is put back
-FIRST_SEEN_TTL = 86400
+# What engine.plan reads of an abandoned job; the pass returns these with each one.
+PLANNED_FIELDS = ('retries_left', 'retry_intervals', 'enqueue_at_front_on_retry', 'failure_ttl', 'ttl')
+_FIELDS = (*PLANNED_FIELDS, 'failure_callback_name')
 
 
 @dataclass
@@ -87,22 +92,18 @@ def _run(
     exception_handlers: Sequence[Any] | None,
     job_class: type[Job],
 ) -> Report:
+    """One script call for the pass, then one finish_job call per abandoned job it found."""
     moment = now()
-    now_epoch = epoch_seconds(moment)
-    cutoff = int(timestamp) if timestamp is not None else now_epoch
-    exc_string = abandoned_exc_string(moment)
-    handled, rescued, stats, locked = scripts.clean_registries(
+    cutoff = int(timestamp) if timestamp is not None else epoch_seconds(moment)
+    found, rescued, stats, locked = scripts.clean_registries(
         connection,
-        utcformat(moment),
         repr(moment.timestamp()),
-        now_epoch,
         cutoff,
-        encode_exc_string(exc_string),
-        DEFAULT_FAILURE_TTL,
         whole,
-        LOCK_TTL,
+        MAINTENANCE_LOCK_TTL,
         STUCK_AFTER,
         FIRST_SEEN_TTL,
+        _FIELDS,
         queues,
     )
     report = Report(
@@ -112,15 +113,15 @@ def _run(
         dead_workers=int(stats[3]),
         locked=[as_text(q) for q in locked],
     )
+    serializer = resolve_serializer(serializer)
     with_callback: list[str] = []
-    for i in range(0, len(handled), 4):
-        queue, job_id, outcome = as_text(handled[i]), as_text(handled[i + 1]), as_text(handled[i + 2])
-        report.abandoned.append((queue, job_id, outcome))
-        logger.warning(
-            'StartedJobRegistry cleanup: %s %s', job_id, exc_string if outcome == 'failed' else 'abandoned, retried'
-        )
-        if int(handled[i + 3]) or exception_handlers:
-            with_callback.append(job_id)
+    for queue, member, values in found:
+        raw = dict(zip(_FIELDS, values, strict=True))
+        job = _abandoned_job(job_class, connection, serializer, as_text(queue), as_text(member), raw)
+        if _settle(connection, job, as_text(queue), as_text(member), moment, report) and (
+            raw['failure_callback_name'] or exception_handlers
+        ):
+            with_callback.append(job.id)
     for i in range(0, len(rescued), 2):
         report.rescued.append((as_text(rescued[i]), as_text(rescued[i + 1])))
         logger.warning(
@@ -129,6 +130,37 @@ def _run(
     if with_callback:
         _run_failure_callbacks(connection, with_callback, serializer, exception_handlers or (), job_class)
     return report
+
+
+def _abandoned_job(
+    job_class: type[Job], connection: Redis, serializer: Any, queue: str, member: str, raw: dict[str, Any]
+) -> Job:
+    """The job as far as its plan needs it; a field it cannot read counts as unset (as Lua's tonumber did)."""
+    job = job_class(member.split(':')[0], connection=connection, serializer=serializer)
+    planned = {name: value for name, value in raw.items() if name in PLANNED_FIELDS and value is not None}
+    for name in unreadable_fields(job, planned):
+        del planned[name]
+    restore_job(job, {'data': b'', **planned})
+    job.origin = queue
+    return job
+
+
+def _settle(connection: Redis, job: Job, queue: str, member: str, moment: datetime, report: Report) -> bool:
+    """Plan and record one abandoned job, fenced on its started-registry member; False if settled meanwhile."""
+    exc_string = abandoned_exc_string(moment)
+    outcome = Outcome(OutcomeKind.ABANDONED, exc_string=exc_string)
+    try:
+        plan = engine.plan(job, outcome, moment)
+    except Exception as exc:  # e.g. retry_intervals "[]": failed, as a job whose retry cannot be planned
+        logger.warning('Job %s: abandoned; its retry could not be planned (%s), so it failed', job.id, exc)
+        job.retries_left = None
+        plan = engine.plan(job, outcome, moment)
+    if not engine.record_abandoned(connection, job.id, queue, member, plan, moment):
+        return False
+    retried = plan.put_back != ''
+    report.abandoned.append((queue, job.id, 'retried' if retried else 'failed'))
+    logger.warning('StartedJobRegistry cleanup: %s %s', job.id, 'abandoned, retried' if retried else exc_string)
+    return True
 
 
 class _NoDeathPenalty(BaseDeathPenalty):
@@ -145,7 +177,6 @@ def _run_failure_callbacks(
     connection: Redis, job_ids: list[str], serializer: Any, handlers: Sequence[Any], job_class: type[Job]
 ) -> None:
     penalty = UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else _NoDeathPenalty
-    serializer = resolve_serializer(serializer)
     for job_id in job_ids:
         try:
             job = job_class.fetch(job_id, connection=connection, serializer=serializer)

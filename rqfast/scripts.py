@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import keys
+from .defaults import HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, RESULTS_MAXLEN
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
     from pathlib import Path
@@ -118,6 +119,8 @@ def claim_job(
         worker_name,
         *times,
         monitoring_interval,
+        HEARTBEAT_GRACE,
+        MAX_DROPPED_PER_CLAIM,
         idle_ttl,
         execution_id,
         moved_id,
@@ -142,14 +145,19 @@ def finish_job(
     idle_ttl: int,
     next_execution_id: str,
     queues: list[str],
+    fence: str = '',
 ) -> list[Any]:
-    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job."""
+    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job.
+
+    With a `fence` (a started-registry member), only while that member and the job's started status hold.
+    """
     args: list[Any] = [
         worker_name,
         *times,
         job_id,
         queue,
         execution_id,
+        fence,
         plan.registry,
         plan.registry_score,
         plan.job_ttl,
@@ -159,6 +167,7 @@ def finish_job(
         plan.counter,
         repr(float(working_time)),
         plan.stream_ttl,
+        RESULTS_MAXLEN,
         len(plan.fields),
     ]
     for name, value in plan.fields.items():
@@ -166,7 +175,8 @@ def finish_job(
     args.append(len(plan.stream))
     for name, value in plan.stream.items():
         args.extend((name, value))
-    args.extend((int(claim_next), monitoring_interval, idle_ttl, next_execution_id, len(queues), *queues))
+    args.extend((int(claim_next), monitoring_interval, HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, idle_ttl))
+    args.extend((next_execution_id, len(queues), *queues))
     return script('finish_job')(connection, args)  # type: ignore[no-any-return]
 
 
@@ -198,7 +208,7 @@ def heartbeat(
     jobs: list[tuple[str, str, str]],
 ) -> bool:
     """Heartbeat the worker and its jobs in flight (id, queue, execution id); True if suspended."""
-    args: list[Any] = [name, worker_ttl, *times, job_ttl, working_time, len(jobs)]
+    args: list[Any] = [name, worker_ttl, *times, job_ttl, HEARTBEAT_GRACE, working_time, len(jobs)]
     for job in jobs:
         args.extend(job)
     return bool(script('heartbeat')(connection, args))
@@ -236,30 +246,25 @@ def schedule_jobs(
 
 def clean_registries(
     connection: Redis,
-    now_text: str,
     now_float: str,
-    now_epoch: int,
     cutoff: int,
-    exc_string: str,
-    default_failure_ttl: int,
     whole: bool,
     lock_ttl: int,
     stuck_after: int,
     first_seen_ttl: int,
+    job_fields: Sequence[str],
     queues: list[str],
 ) -> list[Any]:
-    """A maintenance pass (see lua/clean_registries.lua): {handled, rescued, stats, locked queues}."""
+    """A maintenance pass (see lua/clean_registries.lua): {abandoned, rescued, stats, locked queues}."""
     args: list[Any] = [
-        now_text,
         now_float,
-        now_epoch,
         cutoff,
-        exc_string,
-        default_failure_ttl,
         'all' if whole else 'started',
         lock_ttl,
         stuck_after,
         first_seen_ttl,
+        len(job_fields),
+        *job_fields,
         len(queues),
         *queues,
     ]

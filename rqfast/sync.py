@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from . import engine
+from .dates import now
 from .execution import run_job
-from .job import Job, JobStatus
+from .job import Job
+from .outcome import OutcomeKind
+from .status import JobStatus
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -19,27 +22,23 @@ class _NoDeathPenalty:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
 
+# The job handle's status after a sync run, as RQ's run_sync leaves it (a returned Retry: still started).
+_STATUS_AFTER = {OutcomeKind.SUCCESS: JobStatus.FINISHED, OutcomeKind.FAILURE: JobStatus.FAILED}
+
+
 def run_sync(queue: Queue, job: Job) -> Job:
-    """Perform the job here and record its outcome with the engine's finish script (worker name '')."""
+    """Perform the job here and record its outcome with the engine's finish script (no worker)."""
     job.worker_name = 'sync'
     job._status = JobStatus.STARTED
     outcome = run_job(job, death_penalty_class=_NoDeathPenalty)  # type: ignore[arg-type]
-    if outcome.kind == 'success':
-        plan = engine.plan_success(job, outcome.value, '', '', None)
-        job._status = JobStatus.FINISHED
-    elif outcome.kind == 'retry':
-        plan = engine.plan_retry_result(job, outcome.value, '', '', None)
-    else:
-        job.ended_at = None  # RQ's sync run sets ended_at only on success, and never retries
-        plan = engine.plan_failure(job, outcome.exc_string, '', '', None, retry=False)
-        plan.release_as = ''  # nor does it enqueue dependents
-        job._status = JobStatus.FAILED
-    if outcome.kind == 'success':
-        plan.release_as = ''
+    plan = engine.plan(job, outcome, now(), sync=True)
+    if outcome.kind is OutcomeKind.FAILURE:
+        job.ended_at = None  # the handle as stored: RQ's sync run sets ended_at only on success
+    job._status = _STATUS_AFTER.get(outcome.kind, job._status)
     working_time = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
     engine.finish_job(queue.connection, job.id, queue.name, '', plan, working_time, worker=None, claim_next=False)
     return job

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import redis
 
 from rqfast import keys
@@ -53,3 +55,12 @@ def test_layout_matches_rq() -> None:
     assert keys.intermediate_queue_key('q1') == queue.intermediate_queue_key
     assert keys.started_registry_key('q1') == StartedJobRegistry('q1', connection=conn).key
     assert keys.failed_registry_key('q1') == FailedJobRegistry('q1', connection=conn).key
+
+
+def test_lua_scripts_name_no_prefix_and_no_tunable_number() -> None:
+    """Key names come from the prefix argument, numbers (TTLs, limits) from rqfast/defaults.py via ARGV."""
+    for path in sorted(_lua_dir().glob('*.lua')):
+        text = path.read_text()
+        assert 'rq:' not in text, path.name
+        code = '\n'.join(line.split('--')[0] for line in text.splitlines())
+        assert re.findall(r'\b\d{2,}\b', code) == [], path.name

@@ -24,8 +24,10 @@ import rq
 import rq.registry
 
 from rqfast import Callback, Queue, Retry, SimpleWorker, engine, keys, maintenance
+from rqfast.dates import now
 from rqfast.exceptions import AbandonedJobError
 from rqfast.job import Dependency, JobStatus
+from rqfast.outcome import Outcome, OutcomeKind
 from rqfast.registry import FailedJobRegistry, StartedJobRegistry
 from rqfast.results import Result
 
@@ -309,6 +311,42 @@ def test_only_started_jobs_are_failed(connection: redis.Redis) -> None:
     assert job.get_status() == JobStatus.CANCELED
 
 
+def test_an_abandoned_job_settled_meanwhile_is_left_alone(connection: redis.Redis) -> None:
+    """finish_job's fence: the outcome is recorded only while the job is started and its entry still there."""
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.noop)
+    claimed = claim(connection)
+    member = f'{job.id}:{claimed.execution_id}'
+    moment = now()
+    plan = engine.plan(job, Outcome(OutcomeKind.ABANDONED, exc_string='gone'), moment)
+    connection.hset(keys.job_key(job.id), 'status', 'finished')  # its worker recorded it after all
+
+    assert not engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+
+    assert job.get_status() == JobStatus.FINISHED
+    assert connection.zcard(keys.started_registry_key('q')) == 0  # the entry is dropped
+    assert connection.zcard(keys.failed_registry_key('q')) == 0
+    assert not connection.exists(keys.results_key(job.id))
+
+
+def test_an_abandoned_job_is_recorded_once(connection: redis.Redis) -> None:
+    """Two cleaners that found the same entry: the second one's fence no longer holds."""
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.noop)
+    claimed = claim(connection)
+    member = f'{job.id}:{claimed.execution_id}'
+    moment = now()
+    plan = engine.plan(job, Outcome(OutcomeKind.ABANDONED, exc_string='gone'), moment)
+
+    first = engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+    second = engine.record_abandoned(connection, job.id, 'q', member, plan, moment)
+
+    assert (first, second) == (True, False)
+    assert job.get_status() == JobStatus.FAILED
+    assert connection.xlen(keys.results_key(job.id)) == 1
+    assert connection.zcard(keys.started_registry_key('q')) == 0
+
+
 def test_worker_start_runs_the_pass(connection: redis.Redis) -> None:
     queue = Queue('q', connection=connection)
     job = queue.enqueue(jobs.noop)
@@ -405,12 +443,18 @@ def test_a_held_maintenance_lock_skips_the_queue(connection: redis.Redis) -> Non
     assert maintenance.clean_registries(connection, ['q'], timestamp=lapse()).abandoned == [('q', job.id, 'failed')]
 
 
-def test_the_pass_is_one_round_trip(redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pass_is_one_round_trip_plus_one_per_abandoned_job(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass script settles everything but the abandoned jobs; each of those (rare) is one finish_job call."""
     queue = Queue('q', connection=redis_conn)
     for _ in range(3):
         queue.enqueue(jobs.noop)
         claim(redis_conn)
-    maintenance.clean_registries(redis_conn, ['q'])  # loads the script
+    queue.enqueue(jobs.noop, retry=Retry(max=1))
+    claim(redis_conn)
+    maintenance.clean_registries(redis_conn, ['q'])  # loads the scripts
+    engine.finish_job(redis_conn, 'none', 'q', '', engine.Plan(), 0.0, None, claim_next=False)
     sent: list[Any] = []
     original = redis.connection.Connection.send_packed_command
 
@@ -419,10 +463,13 @@ def test_the_pass_is_one_round_trip(redis_conn: redis.Redis, monkeypatch: pytest
         original(self, command, check_health)
 
     monkeypatch.setattr(redis.connection.Connection, 'send_packed_command', counting)
+    quiet = maintenance.clean_registries(redis_conn, ['q', 'r', 's'])
+    assert quiet.abandoned == [] and len(sent) == 1
+
     report = maintenance.clean_registries(redis_conn, ['q', 'r', 's'], timestamp=time.time() + 200)
 
-    assert len(report.abandoned) == 3
-    assert len(sent) == 1
+    assert sorted(outcome for _, _, outcome in report.abandoned) == ['failed'] * 3 + ['retried']
+    assert len(sent) == 1 + 1 + 4
 
 
 @pytest.mark.timeout(150)

@@ -22,6 +22,7 @@ import redis
 import rqfast
 import rqfast.worker
 from rqfast import Callback, Queue, Retry, SimpleWorker
+from rqfast.dates import now
 from rqfast.job import Job
 from rqfast.registry import (
     FailedJobRegistry,
@@ -628,13 +629,9 @@ def test_a_stopped_job_releases_no_dependents(connection: redis.Redis) -> None:
     job = Job(parent.id, connection=connection)
     job.restore(claim.raw)
     job.started_at = job.ended_at = claim.started_at
-    plan = engine.plan_failure(
-        job,
-        'Job stopped by user, work-horse terminated.',
-        'stopper',
-        claim.execution_id,
-        claim.started_at,
-        stopped=True,
+    stopped = engine.Outcome(engine.OutcomeKind.STOPPED, exc_string='Job stopped by user, work-horse terminated.')
+    plan = engine.plan(
+        job, stopped, now(), worker_name='stopper', execution_id=claim.execution_id, started_at=claim.started_at
     )
     engine.finish_job(connection, parent.id, 'q', claim.execution_id, plan, 0.0, ref, claim_next=False)
     assert parent.get_status() == 'stopped' and child.get_status() == 'deferred'
