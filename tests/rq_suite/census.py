@@ -125,8 +125,18 @@ def take_census(tests_dir: Path, env: dict[str, str], cwd: Path, rq_modules: Col
     return Census(statuses, refs, needs)
 
 
-def census_lines(census: Census, test_modules: list[str]) -> list[str]:
-    """The report: missing modules, then missing names, each with the test modules it stops importing."""
+def census_lines(census: Census, test_modules: list[str], tests: dict[str, int] | None = None) -> list[str]:
+    """The report: missing modules, then missing names, each with the test modules it stops importing (and
+    their number of tests, from `tests`), then what each test module lacks."""
+    tests = tests or {}
+
+    def count(modules: set[str]) -> str:
+        return (
+            f'{len(modules)} test modules, {sum(tests.get(m, 0) for m in modules)} tests'
+            if tests
+            else (f'{len(modules)} test modules')
+        )
+
     blocked_by: dict[tuple[str, str | None], set[str]] = defaultdict(set)
     for test_module in test_modules:
         for ref in census.blockers(test_module):
@@ -153,18 +163,30 @@ def census_lines(census: Census, test_modules: list[str]) -> list[str]:
         for missing, wanted in sorted(by_module.items(), key=lambda kv: -len(set().union(*kv[1].values()))):
             modules = set().union(*wanted.values())
             every = ' (via tests/__init__.py: every module)' if _via_init(census, missing) else ''
-            lines.append(f'  {missing}: {len(modules)} test modules{every}')
+            lines.append(f'  {missing}: {count(modules)}{every}')
             lines.append(f'      wants: {", ".join(sorted(wanted))}')
     if names:
         lines.append('missing names in rqfast modules that exist (test modules whose import they stop):')
         for (module, name), modules in sorted(names.items(), key=lambda kv: (-len(kv[1]), kv[0][0], kv[0][1] or '')):
             status = census.statuses[(module, name)]
             detail = '' if status == 'no name' else f' [{status}]'
-            lines.append(f'  {len(modules):>3}  from {module} import {name}{detail}: {", ".join(sorted(modules))}')
+            lines.append(f'  from {module} import {name}{detail}: {count(modules)}: {", ".join(sorted(modules))}')
     if later:
         lines.append('missing, imported inside tests (fail those tests, not the module):')
         for (module, name), files in sorted(later.items()):
             lines.append(f'       from {module} import {name}: {", ".join(sorted(files))}')
+    lines.append('what each test module lacks to be imported:')
+    for test_module in test_modules:
+        wanted: dict[str, list[str]] = defaultdict(list)
+        for ref in census.blockers(test_module):
+            status = census.statuses[(ref.module, ref.name)]
+            target = status.removeprefix('no module ') if status.startswith('no module ') else ref.module
+            if ref.name and f'{ref.module}.{ref.name}' != target and ref.name not in wanted[target]:
+                wanted[target].append(ref.name)
+            else:
+                wanted.setdefault(target, [])
+        text = '; '.join(f'{t} ({", ".join(sorted(n))})' if n else t for t, n in sorted(wanted.items()))
+        lines.append(f'  {test_module}: {text or "nothing"}')
     unblocked = [m for m in test_modules if not census.blockers(m)]
     lines.append(f'test modules whose rqfast imports all resolve: {len(unblocked)} of {len(test_modules)}')
     ready = [m for m in test_modules if census.blockers(m) and _only_init(census, m)]
