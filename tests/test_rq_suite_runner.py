@@ -305,6 +305,7 @@ def test_site_module_redirects_redis_and_blocks_rq(tmp_path: Path) -> None:
 
 SYNTHETIC = """\
 import multiprocessing
+from pathlib import Path
 import os
 import signal
 import time
@@ -337,6 +338,13 @@ def test_f_hangs_until_pytest_timeout():
 
 def test_g_fails():
     assert 1 == 2
+
+
+def test_h_fails_the_first_time():
+    flag = Path(__file__).with_name('ran-once')
+    if not flag.exists():
+        flag.write_text('')
+        assert False, 'first time'
 """
 
 
@@ -372,10 +380,19 @@ def test_one_hang_or_crash_costs_one_test_and_leftover_processes_are_killed(tmp_
         'test_e_ends_the_pytest_process': ('crashed', 'the pytest process ended (exit code 3) during this test'),
         'test_f_hangs_until_pytest_timeout': ('failed', 'Failed: Timeout (>1.0s) from pytest-timeout.'),
         'test_g_fails': ('failed', 'assert 1 == 2'),
+        'test_h_fails_the_first_time': ('failed', 'AssertionError: first time'),
     }
     assert result.restarts == 2
     assert [test.rsplit('::', 1)[-1] for test, _ in result.leaks] == ['test_d_leaves_a_process_running']
     assert rq_suite_procs.marked_processes(marker) == []
+
+    # Listed: b, e, f, g. Not listed: h, which fails, is rerun once, passes: flaky, and counted as passed.
+    expected = {o.nodeid: 'listed' for o in result.outcomes if o.failed and 'test_h' not in o.nodeid}
+    runner.rerun_unexpected(suite, None, [result], expected)
+    assert [(test.rsplit('::', 1)[-1], first, again) for test, first, again in result.flaky] == [
+        ('test_h_fails_the_first_time', 'failed', 'passed')
+    ]
+    assert expectations.compare(result.outcomes, expected, ['test_synthetic']).ok
 
     broken = runner.ModuleRunner(suite, 'test_broken', None).run()
     assert [(o.nodeid, o.outcome, o.reason) for o in broken.outcomes] == [
