@@ -2,7 +2,7 @@
 # `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test lint format mypy all bench
+.PHONY: install test lint format mypy all bench rq-suite
 
 install:
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -25,3 +25,6 @@ all: lint mypy test
 
 bench:
 	$(PYTHON) -m bench
+
+rq-suite:  # RQ 2.12.0's own test suite against rqfast, compared with tests/rq_suite/expectations.txt
+	$(PYTHON) -m tests.rq_suite
