@@ -85,9 +85,11 @@ def _times(moment: datetime) -> list[Any]:
     return [utcformat(moment), repr(moment.timestamp()), epoch_seconds(moment)]
 
 
-def claim_job(connection: Redis, worker: WorkerRef, moved: tuple[str, str] | None = None) -> Claim:
+def claim_job(
+    connection: Redis, worker: WorkerRef, moved: tuple[str, str] | None = None, moment: datetime | None = None
+) -> Claim:
     """Claim the next job (or the one a blocking BLMOVE put in `moved`'s intermediate list)."""
-    moment = now()
+    moment = moment or now()
     execution_id = uuid.uuid4().hex
     moved_queue, moved_id = moved or ('', '')  # the Waiter's (queue, id)
     reply = scripts.claim_job(
@@ -113,9 +115,10 @@ def finish_job(
     working_time: float,
     worker: WorkerRef | None,
     claim_next: bool = True,
+    moment: datetime | None = None,
 ) -> Claim:
     """Record `plan` for the job; with claim_next, claim the worker's next job in the same call."""
-    moment = now()
+    moment = moment or now()
     next_execution = uuid.uuid4().hex
     reply = scripts.finish_job(
         connection,

@@ -298,7 +298,7 @@ def serve_one_job(
 def _load_job(
     settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes], started_at: datetime
 ) -> Any:
-    from .job import JobStatus
+    from .status import JobStatus
 
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
     job.restore(raw)
