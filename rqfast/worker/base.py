@@ -137,7 +137,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
         self._shutdown_requested_date: datetime | None = None
         self._stopped_job_id: str | None = None
         self._in_flight: dict[str, engine.Claim] = {}
-        self._claim_in_hand = engine.Claim()  # what the last finish_job claimed: the next step runs it
+        self._claim_in_hand: engine.Claim | None = None  # what the last finish_job claimed: the next step runs it
         self._job_started_monotonic: float | None = None
         self._queue_order = QueueOrder([q.name for q in self.queues])
         self._upkeep: Upkeep | None = None
@@ -292,7 +292,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
         runs it. `now` pins the time the worker records (the claim, the finish, a SimpleWorker's run),
         like huey's Worker.loop(now), so a test can step a worker without threads or sleeps.
         """
-        claim, self._claim_in_hand = self._claim_in_hand, engine.Claim()
+        claim, self._claim_in_hand = self._claim_in_hand, None
         while not claim:
             claim = self._claim(now=now)
             if claim.suspended or not claim.dropped:
@@ -325,6 +325,8 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
 
     def _wait_for_claim(self, burst: bool, max_idle_time: int | None) -> bool:
         """Until a claim is in hand, blocking while the queues are empty (not in burst mode). False: time to stop."""
+        if self._claim_in_hand:
+            return True  # what the last finish claimed: the busy path costs nothing here
         idle_since = time.monotonic()
         backoff = Backoff()
         moved: tuple[str, str] | None = None
