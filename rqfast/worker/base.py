@@ -273,7 +273,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
             self.start_scheduler(burst)
         completed = 0
         try:
-            while self._wait_for_claim(burst, max_idle_time):
+            while self._claim_in_hand or self._wait_for_claim(burst, max_idle_time):
                 completed += 1
                 more = not self._stop_requested and (max_jobs is None or completed < max_jobs)
                 self.step(claim_next=more)
@@ -325,8 +325,6 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
 
     def _wait_for_claim(self, burst: bool, max_idle_time: int | None) -> bool:
         """Until a claim is in hand, blocking while the queues are empty (not in burst mode). False: time to stop."""
-        if self._claim_in_hand:
-            return True  # what the last finish claimed: the busy path costs nothing here
         idle_since = time.monotonic()
         backoff = Backoff()
         moved: tuple[str, str] | None = None

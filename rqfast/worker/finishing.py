@@ -2,7 +2,7 @@
 
 process_claim is the body of the worker's step: one claim in, the next claim out, one finish_job
 script call in between. What an outcome means (the Plan that call writes) is decided in one
-place, `_plan` and `_plan_outcome` below; how a job is executed (in process, in a forked horse, in
+place, `_plan` below (its fallback included); how a job is executed (in process, in a forked horse, in
 a spawned child) is the subclass's `execute`.
 """
 
@@ -121,7 +121,27 @@ class Finishing:
 
     def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool) -> engine.Plan:
         try:
-            return self._plan_outcome(job, claim, outcome, stopped)
+            if outcome.kind == 'success':
+                return engine.plan_success(
+                    job, outcome.value, self.name, claim.execution_id, claim.started_at, self.default_result_ttl
+                )
+            if outcome.kind == 'retry':
+                return engine.plan_retry_result(job, outcome.value, self.name, claim.execution_id, claim.started_at)
+            plan = engine.plan_failure(
+                job,
+                outcome.exc_string,
+                self.name,
+                claim.execution_id,
+                claim.started_at,
+                stopped=stopped,
+                retry=outcome.kind != 'poison',
+            )
+            if outcome.kind == 'poison':
+                plan.fields = {**outcome.value, **plan.fields}  # unreadable fields reset, so RQ's readers load it
+            if self.disable_default_exception_handler and plan.registry == 'failed':
+                plan.registry, plan.stream, plan.job_ttl = '', {}, ''
+                plan.fields = {'status': plan.fields['status']}  # RQ only sets the status then
+            return plan
         except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
             return engine.plan_failure(
                 job,
@@ -131,29 +151,6 @@ class Finishing:
                 claim.started_at,
                 retry=False,
             )
-
-    def _plan_outcome(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool) -> engine.Plan:
-        if outcome.kind == 'success':
-            return engine.plan_success(
-                job, outcome.value, self.name, claim.execution_id, claim.started_at, self.default_result_ttl
-            )
-        if outcome.kind == 'retry':
-            return engine.plan_retry_result(job, outcome.value, self.name, claim.execution_id, claim.started_at)
-        plan = engine.plan_failure(
-            job,
-            outcome.exc_string,
-            self.name,
-            claim.execution_id,
-            claim.started_at,
-            stopped=stopped,
-            retry=outcome.kind != 'poison',
-        )
-        if outcome.kind == 'poison':
-            plan.fields = {**outcome.value, **plan.fields}  # unreadable fields reset, so RQ's readers load it
-        if self.disable_default_exception_handler and plan.registry == 'failed':
-            plan.registry, plan.stream, plan.job_ttl = '', {}, ''
-            plan.fields = {'status': plan.fields['status']}  # RQ only sets the status then
-        return plan
 
     def _unplannable(self, job: Job, exc: Exception) -> str:
         fields = ', '.join(
