@@ -4,23 +4,18 @@ The loop is `step()` repeated: run the claim in hand (or claim one), execute it,
 the next claim from the same script call. work() is that loop plus starting and stopping: it waits
 (blocking) while the queues are empty and stops on burst, max_jobs, max_idle_time or a signal.
 
-The worker's other duties live in files of their own, one responsibility each:
+The worker's other duties have files of their own: records.py (the worker hash, reading workers
+back), commands.py (RQ's pub/sub commands), upkeep.py (heartbeat and maintenance threads, the
+scheduler), finishing.py (one claimed job, from its hash to the Plan recording how it ended),
+order.py (dequeue strategies), waiting.py (blocking while the queues are empty); how a job is
+executed is simple.py's, forking.py's or spawn.py's, the last two with pool.py (the horses) and
+watching.py (the horse running a job).
 
-- records.py: the worker hash (birth, death, heartbeats, state) and reading workers back;
-- commands.py: RQ's pub/sub commands, received on a connection and thread of their own;
-- upkeep.py: the heartbeat and maintenance threads, and the scheduler;
-- finishing.py: one claimed job, from its hash to the Plan that records how it ended;
-- order.py: which queue to claim from first (RQ's dequeue strategies);
-- waiting.py: blocking until a job arrives when every queue is empty;
-- simple.py, forking.py, spawn.py: how a job is executed (`execute`), with pool.py (the horses)
-  and watching.py (the horse running a job) for the last two.
-
-Each of records/commands/upkeep/finishing gives the worker its methods as a mixin, because RQ's
-API puts them on the worker (Worker.all(), worker.register_birth(), worker.heartbeat(),
-worker.handle_payload()...) and RQ users subclass the worker and override them; a mixin keeps
-those names working with no forwarding method per name. What owns a resource of its own is an
-object the worker holds instead: the command listener, the upkeep threads, the Waiter's blocking
-connections, and in the forking workers the horse pool (pool.py).
+records, commands, upkeep and finishing give the worker their methods as mixins: RQ's API puts
+them on the worker (Worker.all(), worker.register_birth(), worker.heartbeat(), handle_payload()...)
+and RQ users subclass the worker and override them, which a mixin allows with no forwarding method
+per name. What owns a resource of its own is an object the worker holds instead: the command
+listener, the upkeep threads, the Waiter's blocking connections, the forking workers' horse pool.
 """
 
 from __future__ import annotations

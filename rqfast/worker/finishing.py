@@ -2,8 +2,8 @@
 
 process_claim is the body of the worker's step: one claim in, the next claim out, one finish_job
 script call in between. What an outcome means (the Plan that call writes) is decided in one
-place, `_plan` below (its fallback included); how a job is executed (in process, in a forked horse, in
-a spawned child) is the subclass's `execute`.
+place, `_plan` below (its fallback included); how a job is executed (in process, in a forked
+horse, in a spawned child) is the subclass's `execute`.
 """
 
 from __future__ import annotations
@@ -57,12 +57,8 @@ class Finishing:
     _stopped_job_id: str | None
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
-
-    def _engine_connection(self) -> Any:
-        raise NotImplementedError
-
-    def _ref(self) -> engine.WorkerRef:
-        raise NotImplementedError
+    _engine_connection: Callable[[], Any]  # BaseWorker's
+    _ref: Callable[[], engine.WorkerRef]  # BaseWorker's
 
     def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
         """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""
