@@ -95,9 +95,11 @@ def _times(moment: datetime) -> list[Any]:
     return [utcformat(moment), repr(moment.timestamp()), epoch_seconds(moment)]
 
 
-def claim_job(connection: Redis, worker: WorkerRef, moved: tuple[str, str] | None = None) -> Claim:
+def claim_job(
+    connection: Redis, worker: WorkerRef, moved: tuple[str, str] | None = None, moment: datetime | None = None
+) -> Claim:
     """Claim the next job (or the one a blocking BLMOVE put in `moved`'s intermediate list)."""
-    moment = now()
+    moment = moment or now()
     execution_id = uuid.uuid4().hex
     moved_queue, moved_id = moved or ('', '')  # the Waiter's (queue, id)
     reply = scripts.claim_job(
@@ -123,9 +125,10 @@ def finish_job(
     working_time: float,
     worker: WorkerRef | None,
     claim_next: bool = True,
+    moment: datetime | None = None,
 ) -> Claim:
     """Record `plan` for the job; with claim_next, claim the worker's next job in the same call."""
-    moment = now()
+    moment = moment or now()
     next_execution = uuid.uuid4().hex
     reply = scripts.finish_job(
         connection,
@@ -372,61 +375,3 @@ def _abandoned(job: Job, exc_string: str, run: _Run) -> Plan:
     _fail_into_registry(plan, job, run.now)
     plan.stream = {'type': Result.Type.FAILED.value, 'worker_name': '', 'exc_string': encode_exc_string(exc_string)}
     return plan
-
-
-# --- the worker's calls before engine.plan; removed at merge, once the worker calls plan() itself
-
-
-def plan_success(
-    job: Job,
-    return_value: Any,
-    worker_name: str,
-    execution_id: str,
-    execution_started: datetime | None,
-    default_result_ttl: int = DEFAULT_RESULT_TTL,
-) -> Plan:
-    """Removed at merge: engine.plan(job, Outcome(OutcomeKind.SUCCESS, value), now, ...)."""
-    return plan(
-        job,
-        Outcome(OutcomeKind.SUCCESS, return_value),
-        now(),
-        worker_name=worker_name,
-        execution_id=execution_id,
-        started_at=execution_started,
-        default_result_ttl=default_result_ttl,
-    )
-
-
-def plan_failure(
-    job: Job,
-    exc_string: str,
-    worker_name: str,
-    execution_id: str,
-    execution_started: datetime | None,
-    stopped: bool = False,
-    retry: bool = True,
-) -> Plan:
-    """Removed at merge: engine.plan with OutcomeKind.FAILURE, STOPPED, or POISON (never retried)."""
-    kind = OutcomeKind.STOPPED if stopped else OutcomeKind.FAILURE if retry else OutcomeKind.POISON
-    return plan(
-        job,
-        Outcome(kind, exc_string=exc_string),
-        now(),
-        worker_name=worker_name,
-        execution_id=execution_id,
-        started_at=execution_started,
-    )
-
-
-def plan_retry_result(
-    job: Job, retry: Retry, worker_name: str, execution_id: str, execution_started: datetime | None
-) -> Plan:
-    """Removed at merge: engine.plan(job, Outcome(OutcomeKind.RETRY, retry), now, ...)."""
-    return plan(
-        job,
-        Outcome(OutcomeKind.RETRY, retry),
-        now(),
-        worker_name=worker_name,
-        execution_id=execution_id,
-        started_at=execution_started,
-    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from .dates import now
@@ -25,14 +26,15 @@ def run_job(
     death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
     exception_handlers: Sequence[ExceptionHandler] = (),
     default_timeout: int = 180,
+    clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
-    job.started_at = now()
+    job.started_at = clock()
     try:
         timeout = job.timeout or default_timeout
         with death_penalty_class(timeout, JobTimeoutException, job_id=job.id):
             value = job.perform()
-        _ended(job)
+        _ended(job, clock)
         if isinstance(value, Retry):
             return Outcome(OutcomeKind.RETRY, value)
         if job.success_callback:
@@ -40,11 +42,11 @@ def run_job(
                 job.success_callback(job, job.connection, value)
         return Outcome(OutcomeKind.SUCCESS, value)
     except Exception:
-        return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers)
+        return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers, clock)
 
 
-def _ended(job: Job) -> None:
-    job.ended_at = now()
+def _ended(job: Job, clock: Callable[[], datetime] = now) -> None:
+    job.ended_at = clock()
     job.last_heartbeat = job.ended_at
 
 
@@ -53,10 +55,11 @@ def fail_job(
     exc_info: Any,
     death_penalty_class: type[BaseDeathPenalty] = UnixSignalDeathPenalty,
     exception_handlers: Sequence[ExceptionHandler] = (),
+    clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """The failure callback, then the exception handler chain; a raising callback's error replaces the job's."""
     if job.ended_at is None or job.started_at is None or job.ended_at < job.started_at:
-        _ended(job)
+        _ended(job, clock)
     try:
         if job.failure_callback:
             with death_penalty_class(job.failure_callback_timeout, JobTimeoutException, job_id=job.id):

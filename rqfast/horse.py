@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .dates import now
 from .execution import ExceptionHandler, fail_job, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .outcome import OutcomeKind
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -206,10 +207,10 @@ def run_in_horse(
     except BaseException:  # SystemExit or KeyboardInterrupt from the job: a failure, as in RQ's horse
         outcome = fail_job(job, sys.exc_info(), death_penalty_class, handlers)
     value = outcome.value
-    if outcome.kind == 'success' and value is not None:
+    if outcome.kind is OutcomeKind.SUCCESS and value is not None:
         value = serialize_return_value(job.serializer, value)
     return Report(
-        outcome.kind, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat, _module_of(job)
+        outcome.kind.value, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat, _module_of(job)
     )
 
 
@@ -298,7 +299,7 @@ def serve_one_job(
 def _load_job(
     settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes], started_at: datetime
 ) -> Any:
-    from .job import JobStatus
+    from .status import JobStatus
 
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
     job.restore(raw)

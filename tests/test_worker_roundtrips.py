@@ -214,3 +214,14 @@ def test_an_idle_worker_blocks_instead_of_polling(redis_conn: redis.Redis, count
     work = [[c for c in cost.commands if c.split()[0] not in CONNECTION_SETUP] for cost in costs]
     assert work[0] == work[1], work
     assert work[0].count('BLMOVE') == 1
+
+
+def test_each_step_is_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any) -> None:
+    """step() runs the claim in hand and claims the next in its one finish call: one round trip per step."""
+    q = rqfast.Queue('q', connection=redis_conn)
+    q.enqueue_many([q.prepare_data(jobs.add, (i, 1)) for i in range(K + 1)])
+    worker = SimpleWorker(['q'], connection=redis_conn)
+    assert worker.step()  # the first claim, with the scripts loaded and the connection made
+    cost = count_round_trips(lambda: [worker.step() for _ in range(K)])
+    assert cost.steady == K, cost.commands
+    assert FinishedJobRegistry('q', connection=redis_conn).count == K + 1

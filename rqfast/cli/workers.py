@@ -12,14 +12,9 @@ import click
 import redis
 
 from .. import keys
-from ..worker import BaseWorker
-from ..worker.base import (
-    DEFAULT_JOB_MONITORING_INTERVAL,
-    DEFAULT_MAINTENANCE_TASK_INTERVAL,
-    DEFAULT_RESULT_TTL,
-    DEFAULT_WORKER_TTL,
-    DequeueStrategy,
-)
+from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
+from ..worker import BaseWorker, DequeueStrategy
+from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
 from . import classes
 from .errors import CliError
 from .settings import connect, prepend_paths, read_settings, redis_options

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .base import BaseWorker, DequeueStrategy, WorkerStatus
+from ..status import WorkerStatus
+from .base import BaseWorker
 from .forking import ForkingWorker, Worker
+from .order import DequeueStrategy
 from .simple import SimpleWorker
 from .spawn import SpawnWorker
 

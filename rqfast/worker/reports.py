@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..execution import Outcome
 from ..horse import Report
 from ..job import Job
+from ..outcome import Outcome, OutcomeKind
 from ..timeouts import JobTimeoutException
 
 STOPPED_EXC_STRING = 'Job stopped by user, work-horse terminated.'
@@ -61,10 +61,11 @@ def reported_outcome(job: Job, report: Report) -> Outcome:
     job.started_at = report.started_at or job.started_at
     job.ended_at, job.last_heartbeat = report.ended_at, report.last_heartbeat
     value = report.value
-    if report.kind == 'success' and value is not None:
+    kind = OutcomeKind(report.kind)
+    if kind is OutcomeKind.SUCCESS and value is not None:
         job.serializer = _PassSerialized(job.serializer)
         value = _Serialized(value)
-    return Outcome(report.kind, value, report.exc_string)
+    return Outcome(kind, value, report.exc_string)
 
 
 def terminated_exc_string(status: int) -> str:

@@ -16,7 +16,8 @@ import sys
 from typing import Any
 
 from .. import horse
-from .forking import Horse, Worker
+from .forking import Worker
+from .pool import Horse
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -121,12 +122,12 @@ class SpawnWorker(Worker):
             raise
         os.close(job_read)
         os.close(report_write)
-        self._open_fds.update((job_write, report_read))
+        spawned = self._pool.adopt(pid, job_write, report_read)
         try:
             horse.write_message(job_write, self._pickled_settings())
         except BrokenPipeError:  # it died at once: taking it as a horse notices
             pass
-        return Horse(pid, job_write, report_read)
+        return spawned
 
     def _pickled_settings(self) -> bytes:
         if self._pickled is None:

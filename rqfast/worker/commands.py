@@ -1,0 +1,136 @@
+"""RQ's pub/sub commands (shutdown, kill-horse, stop-job): a listener on a connection and thread of its own.
+
+The listener (CommandListener) only receives; what a command does is the worker's (the Commands
+methods below become BaseWorker's), so a subclass that overrides handle_payload, kill_horse or
+stop_job changes it, as in RQ.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry as RedisRetry
+
+from .. import keys
+from ..backoff import Backoff
+from ..text import as_text
+
+logger = logging.getLogger('rqfast.worker')
+
+
+def parse(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The command a pub/sub message carries ({'command': ..., 'job_id': ...}); None if it is not one."""
+    try:
+        payload = json.loads(as_text(message['data']))
+    except (ValueError, KeyError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+class CommandListener:
+    """Subscribes to the worker's channel and hands each message to `handle`, in a thread blocked in a read."""
+
+    def __init__(self, connection: Redis, channel: str, handle: Callable[[dict[str, Any]], None], name: str) -> None:
+        self.connection = connection
+        self.channel = channel
+        self.handle = handle
+        self.name = name  # the worker's, for the log
+        self.pubsub: Any = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        pool = self.connection.connection_pool
+        if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
+            return  # fakeredis: no sockets to listen on
+        # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
+        kwargs = {**pool.connection_kwargs, 'retry': RedisRetry(NoBackoff(), 0)}
+        client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class, **kwargs))
+        self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        self.pubsub.subscribe(self.channel)
+        self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name='rqfast-commands', daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        pubsub, self.pubsub = self.pubsub, None
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except Exception:
+                pass
+        self.thread = None
+
+    def _listen(self, pubsub: Any) -> None:
+        """Handle commands until stop(); a lost connection is retried with capped backoff."""
+        backoff = Backoff()
+        while self.pubsub is pubsub:
+            try:
+                for message in pubsub.listen():
+                    backoff.reset()
+                    if message.get('type') == 'message':
+                        self.handle(message)
+                return
+            except Exception as exc:  # closed at teardown, or the connection was lost
+                if self.pubsub is not pubsub:
+                    return
+                delay = backoff.next()
+                logger.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
+                time.sleep(delay)
+
+
+class Commands:
+    """RQ's command methods, as the worker's own: subscribe/unsubscribe and what each command does.
+
+    Reads from the worker: connection, name, log, and the jobs in flight (a stop-job for a job this
+    worker is not running is ignored).
+    """
+
+    connection: Redis
+    name: str
+    log: logging.Logger
+    _in_flight: dict[str, Any]
+    _listener: CommandListener | None = None
+
+    @property
+    def pubsub_channel_name(self) -> str:
+        return keys.pubsub_channel(self.name)
+
+    def subscribe(self) -> None:
+        """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""
+        self._listener = CommandListener(self.connection, self.pubsub_channel_name, self.handle_payload, self.name)
+        self._listener.start()
+
+    def unsubscribe(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
+
+    def handle_payload(self, message: dict[str, Any]) -> None:
+        """RQ's pub/sub commands: shutdown, kill-horse, stop-job."""
+        payload = parse(message)
+        if payload is None:
+            return
+        command = payload.get('command')
+        self.log.info('Worker %s: received command %s', self.name, command)
+        if command == 'shutdown':
+            os.kill(os.getpid(), signal.SIGINT)
+        elif command == 'kill-horse':
+            self.kill_horse()
+        elif command == 'stop-job':
+            job_id = payload.get('job_id')
+            if job_id and job_id in self._in_flight:
+                self.stop_job(job_id)
+
+    def kill_horse(self, sig: int = signal.SIGKILL) -> None:
+        """Only workers with a horse have one to kill."""
+
+    def stop_job(self, job_id: str) -> None:
+        """Only workers that run jobs in another process can stop one (as in RQ)."""

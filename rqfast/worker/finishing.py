@@ -1,0 +1,228 @@
+"""Running one claimed job: load it, execute it, and record how it ended (claiming the next in the same call).
+
+process_claim is the body of the worker's step: one claim in, the next claim out, one finish_job
+script call in between. What an outcome means (the Plan that call writes) is decided in one
+place, `_plan` below (its fallback included); how a job is executed (in process, in a forked
+horse, in a spawned child) is the subclass's `execute`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import redis
+from redis import Redis
+
+from .. import dates, engine
+from ..backoff import Backoff
+from ..job import Job
+from ..jobhash import unreadable_fields
+from ..outcome import Outcome, OutcomeKind
+from ..status import JobStatus, WorkerStatus
+
+
+def clock(now: datetime | None) -> Callable[[], datetime]:
+    """The time a step records: `now` every time when pinned, else the real clock."""
+    if now is None:
+        return dates.now
+    pinned = now
+    return lambda: pinned
+
+
+class Finishing:
+    """The claim -> job -> outcome -> Plan -> finish_job path, as the worker's own methods.
+
+    Reads from the worker: connection, name, job_class, serializer, default_result_ttl,
+    disable_default_exception_handler, log, the stop flags and the claim/finish calls' connection.
+    """
+
+    connection: Redis
+    name: str
+    log: logging.Logger
+    job_class: type[Job]
+    serializer: Any
+    default_result_ttl: int
+    log_job_description: bool
+    disable_default_exception_handler: bool
+    successful_job_count: int
+    failed_job_count: int
+    total_working_time: float
+    _state: WorkerStatus
+    _stop_requested: bool
+    _stopped_job_id: str | None
+    _in_flight: dict[str, engine.Claim]
+    _job_started_monotonic: float | None
+    _engine_connection: Callable[[], Any]  # BaseWorker's
+    _ref: Callable[[], engine.WorkerRef]  # BaseWorker's
+
+    def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
+        """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""
+        raise NotImplementedError
+
+    def process_claim(self, claim: engine.Claim, claim_next: bool = True, now: datetime | None = None) -> engine.Claim:
+        """Execute a claimed job and finish it; the answer is the next claim (empty when none)."""
+        job_id, queue = claim.job_id or '', claim.queue or ''
+        self._in_flight[job_id] = claim
+        self._state = WorkerStatus.BUSY
+        self._job_started_monotonic = time.monotonic()
+        job: Job | None = None
+        try:
+            job, outcome = self._load_job(claim, now)
+            if outcome is None:
+                self._log_start(job, queue)
+                outcome = self.execute(job, claim, now)
+        except Exception:  # a job must never take the worker down: it fails with what went wrong
+            outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+            job = job or self._placeholder_job(job_id, queue, now=now)
+        except (SystemExit, KeyboardInterrupt):
+            outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+            job = job or self._placeholder_job(job_id, queue, now=now)
+            self._finish(job, claim, outcome, claim_next=False, now=now)
+            raise
+        finally:
+            self._job_started_monotonic = None
+        # a warm shutdown requested while the job ran takes no next job
+        return self._finish(job, claim, outcome, claim_next and not self._stop_requested, now)
+
+    def _finish(
+        self, job: Job, claim: engine.Claim, outcome: Outcome, claim_next: bool, now: datetime | None = None
+    ) -> engine.Claim:
+        job_id, queue = claim.job_id or '', claim.queue or ''
+        stopped = self._stopped_job_id == job_id
+        if stopped:
+            self._stopped_job_id = None
+        plan = self._plan(job, claim, outcome, stopped, clock(now)())
+        working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
+        try:
+            next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next, now)
+        finally:
+            self._in_flight.pop(job_id, None)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self.successful_job_count += 1
+            self.log.info('%s: Job OK (%s)', queue, job_id)
+        else:
+            self.failed_job_count += 1
+            if outcome.kind is OutcomeKind.FAILURE:
+                self.log.info('%s: Job failed (%s)', queue, job_id)
+        self.total_working_time += working
+        self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
+        return next_claim
+
+    # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)
+
+    def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool, now: datetime) -> engine.Plan:
+        if stopped and outcome.kind is OutcomeKind.FAILURE:  # a stop command ended it: its horse was killed
+            outcome = Outcome(OutcomeKind.STOPPED, exc_string=outcome.exc_string, exc_info=outcome.exc_info)
+        run = {'worker_name': self.name, 'execution_id': claim.execution_id, 'started_at': claim.started_at}
+        try:
+            return engine.plan(
+                job,
+                outcome,
+                now,
+                default_result_ttl=self.default_result_ttl,
+                disable_default_exception_handler=self.disable_default_exception_handler,
+                **run,
+            )
+        except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
+            unplannable = Outcome(OutcomeKind.POISON, exc_string=outcome.exc_string + self._unplannable(job, exc))
+            return engine.plan(job, unplannable, now, **run)
+
+    def _unplannable(self, job: Job, exc: Exception) -> str:
+        fields = ', '.join(
+            f'{name}={getattr(job, name)!r}'
+            for name in (
+                'retries_left',
+                'retry_intervals',
+                'repeats_left',
+                'repeat_intervals',
+                'result_ttl',
+                'failure_ttl',
+            )
+        )
+        return (
+            f'rqfast: the outcome of job {job.id} could not be recorded as its hash asks ({fields}), '
+            f'so it failed: {type(exc).__name__}: {exc}\n'
+        )
+
+    # --- recording it
+
+    def _record(
+        self,
+        job_id: str,
+        queue: str,
+        execution_id: str,
+        plan: engine.Plan,
+        working: float,
+        claim_next: bool,
+        now: datetime | None = None,
+    ) -> engine.Claim:
+        """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped."""
+        backoff = Backoff()
+        while True:
+            try:
+                return engine.finish_job(
+                    self._engine_connection(),
+                    job_id,
+                    queue,
+                    execution_id,
+                    plan,
+                    working,
+                    self._ref(),
+                    claim_next=claim_next,
+                    moment=now,
+                )
+            except redis.ConnectionError as exc:
+                delay = backoff.next()
+                self.log.error(
+                    'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, delay
+                )
+                time.sleep(delay)
+                claim_next = False  # the next job is claimed by the loop once Redis is back
+
+    # --- loading it
+
+    def _load_job(self, claim: engine.Claim, now: datetime | None = None) -> tuple[Job, Outcome | None]:
+        """The claimed job, ready to run; or a stand-in and a 'poison' outcome naming the unreadable fields."""
+        job = self.job_class(claim.job_id, connection=self.connection, serializer=self.serializer)
+        try:
+            job.restore(claim.raw)
+        except Exception as exc:
+            bad = unreadable_fields(job, claim.raw)
+            named = ', '.join(f'{name}={value!r}' for name, (value, _) in bad.items())
+            reason = (
+                f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
+                f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n'
+            )
+            resets = {name: reset for name, (_, reset) in bad.items()}
+            placeholder = self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}, now)
+            return placeholder, Outcome(OutcomeKind.POISON, exc_string=reason, value=resets)
+        job._status = JobStatus.STARTED
+        job.worker_name = self.name
+        job.started_at = job.last_heartbeat = claim.started_at
+        return job, None
+
+    def _placeholder_job(
+        self, job_id: str, queue: str, raw: dict[Any, Any] | None = None, now: datetime | None = None
+    ) -> Job:
+        """A stand-in for a job that cannot be loaded (its TTLs are kept when the repaired hash loads)."""
+        job = self.job_class(job_id, connection=self.connection, serializer=self.serializer)
+        try:
+            job.restore(raw or {})
+        except Exception:
+            pass
+        job.origin = queue
+        job.worker_name = self.name
+        job.started_at = job.ended_at = job.last_heartbeat = clock(now)()
+        job.retries_left = job.repeats_left = None
+        return job
+
+    def _log_start(self, job: Job, queue: str) -> None:
+        if self.log_job_description:
+            self.log.info('%s: %s (%s)', queue, job.description, job.id)
+        else:
+            self.log.info('%s: %s', queue, job.id)

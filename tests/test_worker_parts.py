@@ -1,0 +1,88 @@
+"""The worker's small parts on their own: queue order, the worker hash, command parsing, the upkeep threads."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+
+import pytest
+import redis
+
+from rqfast import keys
+from rqfast.status import WorkerStatus
+from rqfast.worker import records
+from rqfast.worker.commands import parse
+from rqfast.worker.order import DequeueStrategy, QueueOrder
+from rqfast.worker.upkeep import Upkeep, heartbeat_interval
+
+pytestmark = pytest.mark.timeout(30)
+
+BIRTH = datetime(2031, 2, 3, 4, 5, 6, 789012, tzinfo=timezone.utc)
+
+
+def test_default_order_is_the_queues_as_given() -> None:
+    order = QueueOrder(['a', 'b', 'c'])
+    order.claimed_from('b')
+    assert order.next() == ['a', 'b', 'c']
+
+
+def test_round_robin_puts_the_queue_after_the_last_claim_first() -> None:
+    order = QueueOrder(['a', 'b', 'c'], DequeueStrategy.ROUND_ROBIN)
+    order.claimed_from('a')
+    assert order.next() == ['b', 'c', 'a']
+    order.claimed_from('c')
+    assert order.next() == ['a', 'b', 'c']
+    order.claimed_from('elsewhere')
+    assert order.next() == ['a', 'b', 'c']
+
+
+def test_random_order_shuffles_a_copy() -> None:
+    order = QueueOrder(['a', 'b', 'c'], DequeueStrategy.RANDOM)
+    seen = {tuple(order.next()) for _ in range(200)}
+    assert len(seen) > 1 and all(sorted(s) == ['a', 'b', 'c'] for s in seen)
+    assert order.names == ['a', 'b', 'c']
+
+
+def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
+    about = {'pid': 42, 'hostname': 'box', 'ip_address': '?', 'version': '1', 'python_version': '3'}
+    records.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about)
+    assert records.worker_keys(connection) == [keys.worker_key('w1')]
+    assert records.worker_keys(connection, 'b') == [keys.worker_key('w1')]
+    assert records.worker_keys(connection, 'c') == []
+    record = records.read(connection, keys.worker_key('w1'))
+    assert record == records.WorkerRecord('w1', ['a', 'b'], WorkerStatus.STARTED, BIRTH, BIRTH, 42, 'box')
+    records.write_state(connection, 'w1', WorkerStatus.BUSY)
+    assert records.read(connection, keys.worker_key('w1')).state == WorkerStatus.BUSY  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match='w1'):
+        records.write_birth(connection, 'w1', 480, BIRTH, ['a'], about)
+    records.write_death(connection, 'w1', BIRTH, ['a', 'b'])
+    assert records.worker_keys(connection) == []
+
+
+def test_reading_a_worker_whose_hash_is_gone_drops_its_key(connection: redis.Redis) -> None:
+    connection.sadd(keys.WORKERS, keys.worker_key('ghost'))
+    assert records.read(connection, keys.worker_key('ghost')) is None
+    assert records.worker_keys(connection) == []
+
+
+def test_parse_takes_rqs_command_messages_and_ignores_the_rest() -> None:
+    assert parse({'data': b'{"command": "stop-job", "job_id": "x"}'}) == {'command': 'stop-job', 'job_id': 'x'}
+    assert parse({'data': b'not json'}) is None
+    assert parse({'data': b'[1, 2]'}) is None
+    assert parse({}) is None
+
+
+def test_heartbeat_interval_is_half_the_shorter_of_monitoring_and_half_the_ttl() -> None:
+    assert heartbeat_interval(30, 420) == 15
+    assert heartbeat_interval(30, 20) == 5
+    assert heartbeat_interval(1, 420) == 1.0
+
+
+def test_upkeep_maintains_at_once_and_beats_until_stopped() -> None:
+    beats, maintained = threading.Semaphore(0), threading.Event()
+    upkeep = Upkeep('w')
+    upkeep.start(beats.release, 0.01, maintained.set, 3600)
+    assert maintained.wait(5)
+    assert beats.acquire(timeout=5) and beats.acquire(timeout=5)
+    upkeep.stop()
+    assert upkeep.stopped.is_set()

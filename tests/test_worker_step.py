@@ -1,0 +1,110 @@
+"""BaseWorker.step(): one turn of the loop, driven by a test with a pinned time (as huey's Worker.loop(now)).
+
+No threads, no sleeps, no bootstrap: a SimpleWorker is built and stepped. Runs on the real server and
+on fakeredis (`connection`).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+import redis
+
+from rqfast import Queue, SimpleWorker, keys
+from rqfast.dates import utcformat
+from rqfast.job import Job
+from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+
+try:
+    import jobs
+except ImportError:  # tests/ became a package
+    from tests import jobs  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.timeout(30)
+
+PINNED = datetime(2031, 2, 3, 4, 5, 6, 789012, tzinfo=timezone.utc)
+
+
+def test_step_with_nothing_queued_returns_false_without_blocking(connection: redis.Redis) -> None:
+    worker = SimpleWorker(['q'], connection=connection)
+    started = time.monotonic()
+    assert worker.step() is False
+    assert worker.step(now=PINNED) is False
+    assert time.monotonic() - started < 1  # an idle work() would block for seconds here
+    assert worker.successful_job_count == worker.failed_job_count == 0
+
+
+def test_step_runs_one_job_and_records_the_pinned_time(connection: redis.Redis) -> None:
+    job = Queue('q', connection=connection).enqueue(jobs.say_hello, 'step')
+    worker = SimpleWorker(['q'], connection=connection)
+    assert worker.step(now=PINNED) is True
+    stored = Job.fetch(job.id, connection=connection)
+    assert stored.get_status() == 'finished'
+    assert stored.return_value() == 'Hi there, step!'
+    assert stored.started_at == stored.ended_at == PINNED
+    assert connection.hget(job.key, 'started_at') == utcformat(PINNED).encode()
+    assert connection.hget(job.key, 'ended_at') == utcformat(PINNED).encode()
+    assert stored.worker_name == worker.name
+    assert job.id in FinishedJobRegistry('q', connection=connection)
+    assert worker.successful_job_count == 1
+    assert worker.total_working_time == 0.0  # started and ended at the same pinned moment
+    assert worker.step(now=PINNED) is False
+
+
+def test_a_failing_job_ends_at_the_pinned_time(connection: redis.Redis) -> None:
+    job = Queue('q', connection=connection).enqueue(jobs.div_by_zero)
+    worker = SimpleWorker(['q'], connection=connection)
+    assert worker.step(now=PINNED) is True
+    stored = Job.fetch(job.id, connection=connection)
+    assert stored.get_status() == 'failed'
+    assert stored.started_at == stored.ended_at == PINNED
+    assert 'ZeroDivisionError' in (stored.latest_result().exc_string or '')
+    assert job.id in FailedJobRegistry('q', connection=connection)
+    assert worker.failed_job_count == 1
+
+
+def test_finishing_a_job_claims_the_next_and_the_next_step_runs_it(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection)
+    first, second = queue.enqueue(jobs.add, 1, 2), queue.enqueue(jobs.add, 3, 4)
+    worker = SimpleWorker(['q'], connection=connection)
+    assert worker.step() is True
+    assert Job.fetch(first.id, connection=connection).get_status() == 'finished'
+    # the finish claimed the second job in the same script call: it is started, in the worker's hand
+    assert Job.fetch(second.id, connection=connection).get_status() == 'started'
+    assert second.id in StartedJobRegistry('q', connection=connection)
+    assert queue.count == 0
+    assert worker.step() is True
+    assert Job.fetch(second.id, connection=connection).return_value() == 7
+    assert worker.step() is False
+    assert worker.successful_job_count == 2
+
+
+def test_step_without_claiming_next_leaves_the_queue_alone(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection)
+    first, second = queue.enqueue(jobs.noop), queue.enqueue(jobs.noop)
+    worker = SimpleWorker(['q'], connection=connection)
+    assert worker.step(claim_next=False) is True
+    assert Job.fetch(first.id, connection=connection).get_status() == 'finished'
+    assert Job.fetch(second.id, connection=connection).get_status() == 'queued'
+    assert worker.step(claim_next=False) is True
+    assert worker.step() is False
+
+
+def test_a_step_pins_the_claim_of_the_next_job_too(connection: redis.Redis) -> None:
+    """The next job is claimed in the finish call, at the step's time: its hash and the worker's say so."""
+    queue = Queue('q', connection=connection)
+    queue.enqueue(jobs.noop)
+    second = queue.enqueue(jobs.noop)
+    worker = SimpleWorker(['q'], connection=connection)
+    assert worker.step(now=PINNED) is True
+    assert Job.fetch(second.id, connection=connection).get_status() == 'started'
+    assert connection.hget(second.key, 'started_at') == utcformat(PINNED).encode()
+    assert connection.hget(worker.key, 'last_heartbeat') == utcformat(PINNED).encode()
+    assert connection.hget(worker.key, 'current_job') == second.id.encode()
+    # its started-registry entry expires a monitoring interval (and a minute) after the pinned time
+    ((_, score),) = connection.zrange(keys.started_registry_key('q'), 0, -1, withscores=True)
+    assert score == int(PINNED.timestamp()) + worker.job_monitoring_interval + 60
+    assert worker.step() is True
+    assert Job.fetch(second.id, connection=connection).get_status() == 'finished'
