@@ -206,7 +206,7 @@ def plan_success(
 
             interval = Repeat.get_interval(job.repeats_left - 1, job.repeat_intervals)
         job.repeats_left -= 1
-        job._result = return_value
+        job.set_local_result(return_value)
         plan.fields['repeats_left'] = job.repeats_left
         plan.fields.update(_saved_in_memory(job))
         _put_back(plan, interval, bool(job.enqueue_at_front))
@@ -274,7 +274,7 @@ def plan_retry_result(
         return plan
     interval = Retry.get_interval(job.number_of_retries or 0, retry.intervals)
     job.number_of_retries = (job.number_of_retries or 0) + 1
-    job._result = retry
+    job.set_local_result(retry)
     plan.fields = _ended_fields(job, None)
     plan.fields['number_of_retries'] = job.number_of_retries
     plan.fields.update(_saved_in_memory(job))

@@ -8,15 +8,15 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis
-
 from . import keys
 from .dates import from_epoch, now
-from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
 from .text import as_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a spawned horse imports this module but not redis-py
+    from redis import Redis
+
     from .job import Job
 
 

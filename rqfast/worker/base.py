@@ -618,7 +618,7 @@ class BaseWorker:
             return self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}), Outcome(
                 'poison', exc_string=reason, value=resets
             )
-        job._status = JobStatus.STARTED
+        job.set_local_status(JobStatus.STARTED)
         job.worker_name = self.name
         job.started_at = job.last_heartbeat = claim.started_at
         return job, None
