@@ -171,20 +171,23 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def main() -> int:
+    """Print each module (bottom-up, with its layer and length) and what it imports; then any cycle."""
     graph = import_graph()
-    unplaced = []
+    paths = module_names()
+    unplaced = [module for module in graph if _safe_layer(module) == len(LAYERS)]
     for module in sorted(graph, key=lambda m: (_safe_layer(m), m)):
         layer = _safe_layer(module)
         label = LAYERS[layer][0] if layer < len(LAYERS) else 'NOT IN LAYERS'
-        if layer == len(LAYERS):
-            unplaced.append(module)
-        print(f'{module:28s} [{label}] -> {", ".join(sorted(graph[module])) or "-"}')
+        lines = len(paths[module].read_text().splitlines())
+        size = f'{lines} lines' + (' (over 400)' if lines > 400 else '')
+        print(f'{module:24s} [{label}] {size}\n    -> {", ".join(sorted(graph[module])) or "-"}')
     cycle = find_cycle(graph)
     print('\ncycle:', ' -> '.join(cycle) if cycle else 'none')
-    violations = layer_violations({m: {t for t in e if t not in unplaced} for m, e in graph.items() if m not in unplaced})
+    placed = {m: {t for t in targets if t not in unplaced} for m, targets in graph.items() if m not in unplaced}
+    violations = layer_violations(placed)
     print('layer violations:', '\n  ' + '\n  '.join(violations) if violations else 'none')
     if unplaced:
-        print('not in LAYERS:', ', '.join(unplaced))
+        print('not in LAYERS:', ', '.join(sorted(unplaced)))
     return 1 if cycle or violations or unplaced else 0
 
 
