@@ -274,6 +274,8 @@ class Job(JobSpec):
     # --- registries
 
     def _registry(self, kind: str) -> Any:
+        if kind not in self.registry_classes:  # a SpawnWorker's child imports only what its job imports
+            raise RuntimeError(f'job.{kind}_job_registry needs rqfast.registry: import it (or rqfast) first')
         registry_class = self.registry_classes[kind]
         return registry_class(self.origin, connection=self.connection, serializer=self.serializer)
 

@@ -174,6 +174,7 @@ EXC_INFO = Codec(_write_exc_info, _read_exc_info, keep=True)
 
 
 def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None = None) -> Any:
+    """A JobRecord field: its default (or a factory, for a mutable one) and its codec."""
     if factory is not None:
         return field(default_factory=factory, metadata={'codec': codec})
     return field(default=default, metadata={'codec': codec})
@@ -301,13 +302,14 @@ def restore_job(job: JobRecord, raw: dict[bytes, bytes] | dict[str, bytes]) -> N
             values[entry[0]] = entry[1](job, stored)
     if values['created_at'] is None:
         values['created_at'] = now()
-    if '_dependency_ids' not in values:
-        if obj.get('dependency_id'):
-            values['_dependency_ids'] = FIRST_DEPENDENCY.read(job, obj['dependency_id'])
+    if '_dependency_ids' not in values and obj.get('dependency_id'):
+        values['_dependency_ids'] = FIRST_DEPENDENCY.read(job, obj['dependency_id'])
     for attribute, factory in _FRESH:
         if attribute not in values:
             values[attribute] = factory()
-    vars(job).update(values)  # no stored attribute is a property (data, which is one, is set above)
+    # One update rather than an assignment per field: restore runs once per job on the worker's hot
+    # path. No stored attribute is a property (data, which is one, is set above).
+    vars(job).update(values)
 
 
 # What RQ's readers take as unset, for the fields they parse whenever present; "" for all others.
