@@ -8,10 +8,9 @@ from typing import Any
 
 from redis import Redis
 
+from .defaults import DEFAULT_RESULT_TTL
 from .job import Retry
 from .queue import Queue
-
-DEFAULT_RESULT_TTL = 500
 
 
 class job:  # noqa: N801 - RQ's name
@@ -27,7 +26,7 @@ class job:  # noqa: N801 - RQ's name
         queue_class: type[Queue] | None = None,
         depends_on: Any = None,
         at_front: bool = False,
-        meta: dict | None = None,
+        meta: dict[str, Any] | None = None,
         description: str | None = None,
         failure_ttl: int | None = None,
         retry: Retry | None = None,

@@ -45,4 +45,6 @@ MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drop
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
 SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
-SCHEDULER_LOCK_TTL = 61  # rq:scheduler-lock:<q> and rq:scheduler:<name> TTL
+SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks
+SCHEDULER_LOCK_MARGIN = 60  # rq:scheduler-lock:<q> and rq:scheduler:<name> live this much past the interval
+SCHEDULER_LOCK_TTL = SCHEDULER_INTERVAL + SCHEDULER_LOCK_MARGIN  # 61, as RQ's

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class NoSuchJobError(Exception):
     pass
@@ -36,7 +38,7 @@ class DequeueTimeout(Exception):
 
 
 class ShutDownImminentException(BaseException):
-    def __init__(self, msg: str, extra_info: dict | None = None) -> None:
+    def __init__(self, msg: str, extra_info: dict[str, Any] | None = None) -> None:
         self.extra_info = extra_info or {}
         super().__init__(msg)
 

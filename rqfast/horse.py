@@ -303,7 +303,7 @@ def _load_job(
 
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
     job.restore(raw)
-    job._status = JobStatus.STARTED
+    job.set_local_status(JobStatus.STARTED)
     job.worker_name = settings.worker_name
     job.started_at = job.last_heartbeat = started_at
     return job

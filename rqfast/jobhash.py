@@ -1,27 +1,134 @@
 """The one mapping between a Job and RQ's `rq:job:<id>` hash (section 2 of the layout).
 
-`job_fields` writes what RQ's Job.to_dict writes; `restore_job` reads what RQ's Job.restore reads.
+`JobRecord` lists every stored field: its attribute, Python type, default and how it is encoded.
+`job_fields` writes what RQ's Job.to_dict writes; `restore_job` reads what RQ's Job.restore reads;
+both are loops over JobRecord's fields.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from datetime import datetime
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from .dates import now, utcformat, utcparse
+from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .exceptions import NoSuchJobError
+from .status import JobStatus
 from .text import as_text
 from .timeouts import parse_timeout
 
-if TYPE_CHECKING:
-    from .job import Job
+__all__ = [
+    'HASH_FIELDS',
+    'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD',
+    'Codec',
+    'JobRecord',
+    'job_fields',
+    'restore_job',
+    'unreadable_fields',
+]
 
-UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
+
+WRITE: Any = object()  # Codec.none: call `write` for None as well
 
 
-def _date_text(value: Any) -> str:
-    return utcformat(value) if value else ''
+class Codec(NamedTuple):
+    """How one attribute is stored in the hash.
+
+    `write(job, value)` is the stored value of a value other than None (no `write`: the value itself),
+    and None leaves the field out; `none` is what None is stored as (None: left out). `read(job,
+    stored)` is the value back. An empty stored value reads as absent unless `read_empty` (RQ parses
+    those fields whenever present). An absent field resets the attribute to its default unless `keep`.
+    """
+
+    write: Callable[[Any, Any], Any] | None
+    read: Callable[[Any, bytes], Any]
+    none: Any = None
+    read_empty: bool = False
+    keep: bool = False
+
+
+def _text(job: Any, stored: bytes) -> str:
+    return as_text(stored)
+
+
+def _int(job: Any, stored: bytes) -> int:
+    return int(stored)
+
+
+def _json(job: Any, value: Any) -> str:
+    return json.dumps(value)
+
+
+def _read_json(job: Any, stored: bytes) -> Any:
+    return json.loads(as_text(stored))
+
+
+def _date(job: Any, value: datetime) -> str:
+    return utcformat(value)
+
+
+def _read_date(job: Any, stored: bytes) -> datetime:
+    return utcparse(stored)
+
+
+def _flag(job: Any, value: bool) -> int:
+    return int(value)
+
+
+def _read_flag(job: Any, stored: bytes) -> bool:
+    return bool(int(stored))
+
+
+def _or_none(job: Any, value: Any) -> Any:
+    return value or None
+
+
+def _read_data(job: Any, stored: bytes) -> bytes:
+    try:
+        return zlib.decompress(stored)
+    except zlib.error:
+        return stored
+
+
+def _write_meta(job: Any, value: dict[str, Any]) -> bytes | None:
+    return job.serializer.dumps(value) if value else None
+
+
+def _read_meta(job: Any, stored: bytes) -> Any:
+    try:
+        return job.serializer.loads(stored)
+    except Exception:
+        return {'unserialized': stored}
+
+
+def _write_result(job: Any, value: Any) -> Any:
+    try:
+        return job.serializer.dumps(value)
+    except Exception:
+        return UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+
+
+def _read_result(job: Any, stored: bytes) -> Any:
+    try:
+        return job.serializer.loads(stored)
+    except Exception:
+        return UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+
+
+def _write_exc_info(job: Any, value: Any) -> bytes:
+    return zlib.compress(str(value).encode('utf-8'))
+
+
+def _read_exc_info(job: Any, stored: bytes) -> str:
+    try:
+        return zlib.decompress(stored).decode()
+    except zlib.error:
+        return as_text(stored)
 
 
 def _webhook_dict(webhook: Any) -> Any:
@@ -29,160 +136,192 @@ def _webhook_dict(webhook: Any) -> Any:
     return webhook.to_dict() if hasattr(webhook, 'to_dict') else webhook
 
 
-def job_fields(job: Job, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
+def _write_webhooks(job: Any, value: list[Any]) -> str | None:
+    return json.dumps([_webhook_dict(webhook) for webhook in value]) if value else None
+
+
+def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
+    try:
+        webhooks: list[Any] = json.loads(as_text(stored))
+    except ValueError:  # RQ logs and drops webhooks it cannot read
+        return []
+    return webhooks
+
+
+# One codec per way of storing a field, named for JobRecord's table below.
+TEXT = Codec(None, _text, none='')  # always written, '' for None
+OPTIONAL_TEXT = Codec(None, _text)  # left out when None
+NONEMPTY_TEXT = Codec(_or_none, _text)  # left out when ''
+DATE = Codec(_date, _read_date, none='')
+OPTIONAL_DATE = Codec(_date, _read_date)
+CREATED_AT = Codec(lambda job, v: utcformat(v or now()), _read_date, none=WRITE)  # None: now
+INT = Codec(None, _int)
+POSITIVE_INT = Codec(_or_none, _int)  # left out when 0
+TIMEOUT = Codec(None, lambda job, v: parse_timeout(as_text(v)))
+JSON = Codec(_json, _read_json)
+NONEMPTY_JSON = Codec(lambda job, v: json.dumps(v) if v else None, _read_json)
+FLAG = Codec(_flag, _read_flag)
+STRICT_FLAG = Codec(_flag, _read_flag, read_empty=True)
+TRUE_FLAG = Codec(lambda job, v: 1 if v else None, _read_flag)  # left out when false
+STATUS = Codec(lambda job, v: v.value, lambda job, v: JobStatus(as_text(v)))
+CALLBACK_NAME = Codec(None, _text, none='', keep=True)
+CALLBACK_TIMEOUT_CODEC = Codec(None, _int, read_empty=True, keep=True)
+WEBHOOKS = Codec(_write_webhooks, _read_webhooks, keep=True)
+DATA = Codec(lambda job, v: zlib.compress(v), _read_data)
+META = Codec(_write_meta, _read_meta)
+RESULT = Codec(_write_result, _read_result, keep=True)
+EXC_INFO = Codec(_write_exc_info, _read_exc_info, keep=True)
+
+
+def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None = None) -> Any:
+    """A JobRecord field: its default (or a factory, for a mutable one) and its codec."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={'codec': codec})
+    return field(default=default, metadata={'codec': codec})
+
+
+@dataclass(eq=False)
+class JobRecord:
+    """Every field of RQ's `rq:job:<id>` hash, as the Job handle holds it in memory (Job subclasses this).
+
+    The hash field is the attribute's name without its leading underscore: an attribute is private
+    where RQ's Job reads it through a method (`get_status()`, `return_value()`, `exc_info`,
+    `success_callback`...). Fields are in the order RQ's Job.to_dict writes them. Job does not call
+    the generated __init__: it sets only the per-instance values (`created_at`, `meta`, `webhooks`,
+    `_dependency_ids`) and reads every other default from the class, which keeps construction cheap
+    on the worker's hot path.
+    """
+
+    created_at: datetime | None = _stored(CREATED_AT)
+    data: bytes = _stored(DATA, b'')  # the serialized call (func_name, instance, args, kwargs), zlib'ed
+    _success_callback_name: str | None = _stored(CALLBACK_NAME)
+    _failure_callback_name: str | None = _stored(CALLBACK_NAME)
+    _stopped_callback_name: str | None = _stored(CALLBACK_NAME)
+    started_at: datetime | None = _stored(DATE)
+    ended_at: datetime | None = _stored(DATE)
+    last_heartbeat: datetime | None = _stored(DATE)
+    worker_name: str | None = _stored(TEXT)
+    group_id: str | None = _stored(TEXT)
+    number_of_retries: int | None = _stored(INT)
+    retries_left: int | None = _stored(INT)
+    retry_intervals: list[int] | None = _stored(JSON)
+    enqueue_at_front_on_retry: bool = _stored(TRUE_FLAG, False)
+    origin: str = _stored(NONEMPTY_TEXT, '')
+    description: str | None = _stored(OPTIONAL_TEXT)
+    enqueued_at: datetime | None = _stored(OPTIONAL_DATE)
+    repeats_left: int | None = _stored(INT)
+    repeat_intervals: list[int] | None = _stored(JSON)
+    timeout: int | None = _stored(TIMEOUT)
+    _success_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)  # None: defaults.CALLBACK_TIMEOUT
+    _failure_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)
+    _stopped_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)
+    webhooks: list[Any] = _stored(WEBHOOKS, factory=list)
+    result_ttl: int | None = _stored(INT)
+    failure_ttl: int | None = _stored(INT)
+    _status: JobStatus = _stored(STATUS, JobStatus.CREATED)
+    _result: Any = _stored(RESULT)  # RQ's deprecated `result` field; results live in rq:results:<id>
+    _exc_info: str | None = _stored(EXC_INFO)
+    _dependency_ids: list[str] = _stored(NONEMPTY_JSON, factory=list)  # also written as `dependency_id`: the first
+    meta: dict[str, Any] = _stored(META, factory=dict)
+    ttl: int | None = _stored(POSITIVE_INT)
+    allow_dependency_failures: bool | None = _stored(FLAG)
+    enqueue_at_front: bool | None = _stored(STRICT_FLAG)
+
+
+class StoredField(NamedTuple):
+    name: str  # in the hash
+    attribute: str  # on the job
+    codec: Codec
+
+
+FIRST_DEPENDENCY = Codec(lambda job, v: v[0] if v else None, lambda job, v: [as_text(v)])
+
+# Every field a job's hash can hold, in the order RQ writes them: JobRecord's fields, plus
+# `dependency_id`, the first of `_dependency_ids` again (RQ reads it when `dependency_ids` is absent).
+HASH_FIELDS = [StoredField(f.name.lstrip('_'), f.name, f.metadata['codec']) for f in fields(JobRecord)]
+HASH_FIELDS.insert(
+    [f.name for f in HASH_FIELDS].index('dependency_ids'),
+    StoredField('dependency_id', '_dependency_ids', FIRST_DEPENDENCY),
+)
+
+# restore_job's tables. Hash field -> (attribute, read, read_empty); `data` is read
+# first, through Job.data's setter, and `dependency_id` only without `dependency_ids`.
+_READ = {f.name: (f.attribute, f.codec.read, f.codec.read_empty) for f in HASH_FIELDS}
+del _READ['data'], _READ['dependency_id']
+# What an absent field resets its attribute to: a value, or a fresh object from a factory.
+_RESET: dict[str, Any] = {}
+_FRESH: list[tuple[str, Callable[[], Any]]] = []
+for _f in fields(JobRecord):
+    if _f.metadata['codec'].keep or _f.name == 'data':
+        continue
+    if _f.default_factory is not MISSING:
+        _FRESH.append((_f.name, _f.default_factory))
+    else:
+        _RESET[_f.name] = _f.default
+
+
+def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]:
+    """job_fields' table: one call that reads every attribute written, and (hash field, write) for each."""
+    written = [f for f in HASH_FIELDS if f.name not in left_out]
+    return attrgetter(*[f.attribute for f in written]), [(f.name, f.codec.write, f.codec.none) for f in written]
+
+
+_WRITES = {  # by (include_meta, include_result)
+    (True, True): _writes(()),
+    (True, False): _writes(('result', 'exc_info')),
+    (False, True): _writes(('meta',)),
+    (False, False): _writes(('meta', 'result', 'exc_info')),
+}
+
+
+def job_fields(job: JobRecord, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
     """The full hash RQ's `Job.save()` writes, field for field."""
-    fields: dict[str, Any] = {
-        'created_at': utcformat(job.created_at or now()),
-        'data': zlib.compress(job.data),
-        'success_callback_name': job._success_callback_name or '',
-        'failure_callback_name': job._failure_callback_name or '',
-        'stopped_callback_name': job._stopped_callback_name or '',
-        'started_at': _date_text(job.started_at),
-        'ended_at': _date_text(job.ended_at),
-        'last_heartbeat': _date_text(job.last_heartbeat),
-        'worker_name': job.worker_name or '',
-        'group_id': job.group_id or '',
-    }
-    optional: list[tuple[str, Any]] = [
-        ('number_of_retries', job.number_of_retries),
-        ('retries_left', job.retries_left),
-        ('retry_intervals', None if job.retry_intervals is None else json.dumps(job.retry_intervals)),
-        ('enqueue_at_front_on_retry', 1 if job.enqueue_at_front_on_retry else None),
-        ('origin', job.origin or None),
-        ('description', job.description),
-        ('enqueued_at', utcformat(job.enqueued_at) if job.enqueued_at else None),
-        ('repeats_left', job.repeats_left),
-        ('repeat_intervals', None if job.repeat_intervals is None else json.dumps(job.repeat_intervals)),
-        ('timeout', job.timeout),
-        ('success_callback_timeout', job._success_callback_timeout),
-        ('failure_callback_timeout', job._failure_callback_timeout),
-        ('stopped_callback_timeout', job._stopped_callback_timeout),
-        ('webhooks', json.dumps([_webhook_dict(w) for w in job.webhooks]) if job.webhooks else None),
-        ('result_ttl', job.result_ttl),
-        ('failure_ttl', job.failure_ttl),
-        ('status', job._status.value),
-    ]
-    fields.update((name, value) for name, value in optional if value is not None)
-    if include_result and job._result is not None:
-        try:
-            fields['result'] = job.serializer.dumps(job._result)
-        except Exception:
-            fields['result'] = UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-    if include_result and job._exc_info is not None:
-        fields['exc_info'] = zlib.compress(str(job._exc_info).encode('utf-8'))
-    if job._dependency_ids:
-        fields['dependency_id'] = job._dependency_ids[0]
-        fields['dependency_ids'] = json.dumps(job._dependency_ids)
-    if include_meta and job.meta:
-        fields['meta'] = job.serializer.dumps(job.meta)
-    if job.ttl:
-        fields['ttl'] = job.ttl
-    if job.allow_dependency_failures is not None:
-        fields['allow_dependency_failures'] = int(job.allow_dependency_failures)
-    if job.enqueue_at_front is not None:
-        fields['enqueue_at_front'] = int(job.enqueue_at_front)
-    return fields
+    get_values, writes = _WRITES[(include_meta, include_result)]
+    stored: dict[str, Any] = {}
+    for (name, write, none), value in zip(writes, get_values(job), strict=True):
+        if value is None and none is not WRITE:
+            value = none
+        elif write is not None:
+            value = write(job, value)
+        if value is not None:
+            stored[name] = value
+    return stored
 
 
-def _int(obj: dict[str, bytes], name: str) -> int | None:
-    value = obj.get(name)
-    return int(value) if value else None
-
-
-def _date(obj: dict[str, bytes], name: str) -> Any:
-    value = obj.get(name)
-    return utcparse(value) if value else None
-
-
-def restore_job(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
+def restore_job(job: JobRecord, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     """Load a job from its hash; raises NoSuchJobError without `data`, ValueError on a bad field."""
-    obj: dict[str, bytes] = {k.decode() if type(k) is bytes else k: v for k, v in raw.items()}
+    # str keys as well as redis-py's bytes: a caller may override fields of a fetched hash (`{**raw, 'status': ''}`)
+    obj: dict[str, bytes] = {k.decode() if isinstance(k, bytes) else k: v for k, v in raw.items()}
     if 'data' not in obj:
         raise NoSuchJobError(f'Unexpected job format: {obj}')
-    try:
-        job.data = zlib.decompress(obj['data'])
-    except zlib.error:
-        job.data = obj['data']
-    _restore_texts_and_dates(job, obj)
-    _restore_numbers_and_status(job, obj)
-    _restore_callbacks(job, obj)
-    _restore_dependencies_and_retries(job, obj)
-
-
-def _restore_texts_and_dates(job: Job, obj: dict[str, bytes]) -> None:
-    job.created_at = _date(obj, 'created_at') or now()
-    job.origin = as_text(obj['origin']) if obj.get('origin') else ''
-    job.worker_name = as_text(obj['worker_name']) if obj.get('worker_name') else None
-    job.description = as_text(obj['description']) if obj.get('description') else None
-    job.enqueued_at = _date(obj, 'enqueued_at')
-    job.started_at = _date(obj, 'started_at')
-    job.ended_at = _date(obj, 'ended_at')
-    job.last_heartbeat = _date(obj, 'last_heartbeat')
-    job.group_id = as_text(obj['group_id']) if obj.get('group_id') else None
-    try:
-        job.meta = job.serializer.loads(obj['meta']) if obj.get('meta') else {}
-    except Exception:
-        job.meta = {'unserialized': obj.get('meta', {})}
-    if obj.get('exc_info'):
-        try:
-            job._exc_info = zlib.decompress(obj['exc_info']).decode()
-        except zlib.error:
-            job._exc_info = as_text(obj['exc_info'])
-
-
-def _restore_numbers_and_status(job: Job, obj: dict[str, bytes]) -> None:
-    from .job import JobStatus
-
-    if obj.get('result'):
-        try:
-            job._result = job.serializer.loads(obj['result'])
-        except Exception:
-            job._result = UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-    job.timeout = parse_timeout(as_text(obj['timeout'])) if obj.get('timeout') else None
-    job.result_ttl = _int(obj, 'result_ttl')
-    job.failure_ttl = _int(obj, 'failure_ttl')
-    job.ttl = _int(obj, 'ttl')
-    job._status = JobStatus(as_text(obj['status'])) if obj.get('status') else JobStatus.CREATED
-
-
-def _restore_callbacks(job: Job, obj: dict[str, bytes]) -> None:
-    for kind in ('success', 'failure', 'stopped'):
-        if obj.get(f'{kind}_callback_name'):
-            setattr(job, f'_{kind}_callback_name', as_text(obj[f'{kind}_callback_name']))
-        if f'{kind}_callback_timeout' in obj:
-            setattr(job, f'_{kind}_callback_timeout', int(obj[f'{kind}_callback_timeout']))
-    if obj.get('webhooks'):
-        try:
-            job.webhooks = json.loads(as_text(obj['webhooks']))
-        except ValueError:  # RQ logs and drops webhooks it cannot read
-            job.webhooks = []
-
-
-def _restore_dependencies_and_retries(job: Job, obj: dict[str, bytes]) -> None:
-    dep_ids, dep_id = obj.get('dependency_ids'), obj.get('dependency_id')
-    job._dependency_ids = json.loads(as_text(dep_ids)) if dep_ids else [as_text(dep_id)] if dep_id else []
-    allow = obj.get('allow_dependency_failures')
-    job.allow_dependency_failures = bool(int(allow)) if allow else None
-    job.enqueue_at_front = bool(int(obj['enqueue_at_front'])) if 'enqueue_at_front' in obj else None
-    job.number_of_retries = _int(obj, 'number_of_retries')
-    job.retries_left = _int(obj, 'retries_left')
-    job.retry_intervals = json.loads(as_text(obj['retry_intervals'])) if obj.get('retry_intervals') else None
-    front = obj.get('enqueue_at_front_on_retry')
-    job.enqueue_at_front_on_retry = bool(int(front)) if front else False
-    job.repeats_left = _int(obj, 'repeats_left')
-    job.repeat_intervals = json.loads(as_text(obj['repeat_intervals'])) if obj.get('repeat_intervals') else None
+    job.data = _read_data(job, obj['data'])
+    values = _RESET.copy()
+    for name, stored in obj.items():
+        entry = _READ.get(name)
+        if entry is not None and (stored or entry[2]):
+            values[entry[0]] = entry[1](job, stored)
+    if values['created_at'] is None:
+        values['created_at'] = now()
+    if '_dependency_ids' not in values and obj.get('dependency_id'):
+        values['_dependency_ids'] = FIRST_DEPENDENCY.read(job, obj['dependency_id'])
+    for attribute, factory in _FRESH:
+        if attribute not in values:
+            values[attribute] = factory()
+    # One update rather than an assignment per field: restore runs once per job on the worker's hot
+    # path. No stored attribute is a property (data, which is one, is set above).
+    vars(job).update(values)
 
 
 # What RQ's readers take as unset, for the fields they parse whenever present; "" for all others.
 _RESET_VALUES = {
-    'success_callback_timeout': '60',
-    'failure_callback_timeout': '60',
-    'stopped_callback_timeout': '60',
+    'success_callback_timeout': str(CALLBACK_TIMEOUT),
+    'failure_callback_timeout': str(CALLBACK_TIMEOUT),
+    'stopped_callback_timeout': str(CALLBACK_TIMEOUT),
     'enqueue_at_front': '0',
 }
 
 
-def unreadable_fields(job: Job, raw: dict[bytes, bytes] | dict[str, bytes]) -> dict[str, tuple[Any, str]]:
+def unreadable_fields(job: JobRecord, raw: dict[bytes, bytes] | dict[str, bytes]) -> dict[str, tuple[Any, str]]:
     """The fields restore_job cannot parse: name -> (the stored value, the value that resets it)."""
     obj: dict[str, bytes] = {as_text(k): v for k, v in raw.items()}
     bad: dict[str, tuple[Any, str]] = {}

@@ -32,6 +32,11 @@ def intermediate_queue_key(queue: str) -> str:
     return f'{QUEUE_PREFIX}{queue}:intermediate'
 
 
+def compact_queue_key(token: str) -> str:
+    """Where Queue.compact() parks a queue's ids while it drops the missing ones."""
+    return f'{QUEUE_PREFIX}_compact:{token}'
+
+
 def job_key(job_id: str) -> str:
     return f'{JOB_PREFIX}{job_id}'
 
@@ -55,6 +60,11 @@ def execution_key(job_id: str, execution_id: str) -> str:
 
 def executions_key(job_id: str) -> str:
     return f'rq:executions:{job_id}'
+
+
+def registry_key(queue: str) -> str:
+    """RQ's BaseRegistry key; rqfast's registries all have keys of their own (below)."""
+    return f'rq:registry:{queue}'
 
 
 def started_registry_key(queue: str) -> str:

@@ -3,32 +3,37 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from redis import Redis
-
+from . import keys
 from .dates import epoch_seconds, from_epoch, now
+from .defaults import SCHEDULER_CHUNK
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
+from .maintenance import fail_abandoned_jobs
 from .serializers import resolve_serializer
 from .text import as_text
 
 if TYPE_CHECKING:
-    from .queue import Queue
+    from redis import Redis
 
-DEFAULT_FAILURE_TTL = 31536000
+    from .queue import Queue
+    from .queuebase import BaseQueue
 
 
 class BaseRegistry:
-    key_template = 'rq:registry:{0}'
+    key_template = keys.registry_key('{0}')
     job_class: type[Job] = Job
+    # What get_queue() makes. rqfast.queue, a layer above, sets it to Queue when it is imported (as
+    # `import rqfast` does), so a registry reaches its queue without importing it.
+    queue_class: ClassVar[type[Queue]]
 
     def __init__(
         self,
         name: str = 'default',
         connection: Redis | None = None,
         job_class: type[Job] | None = None,
-        queue: Queue | None = None,
+        queue: BaseQueue | None = None,
         serializer: Any = None,
         death_penalty_class: Any = None,
     ):
@@ -92,9 +97,7 @@ class BaseRegistry:
         return [self.parse_job_id(member) for member in self.connection.zrange(self.key, start, end, desc=desc)]
 
     def get_queue(self) -> Queue:
-        from .queue import Queue
-
-        return Queue(self.name, connection=self.connection, serializer=self.serializer)
+        return self.queue_class(self.name, connection=self.connection, serializer=self.serializer)
 
     def get_expiration_time(self, job: Job) -> datetime:
         score = self.connection.zscore(self.key, job.id)
@@ -106,37 +109,35 @@ class BaseRegistry:
             job = job_or_id
         else:
             job = self.job_class.fetch(job_or_id, connection=self.connection, serializer=self.serializer)
-        queue = self.get_queue() if job.origin == self.name else None
-        from .queue import Queue
-
-        queue = queue or Queue(job.origin, connection=self.connection, serializer=job.serializer)
-        return queue.requeue_from_registry(job, self.key, at_front=at_front)
+        if self.key != keys.failed_registry_key(job.origin):
+            raise InvalidJobOperation(f'Job {job.id} can only be requeued from its failed registry')
+        return job.requeue(at_front=at_front)
 
     @staticmethod
     def parse_job_id(entry: Any) -> str:
         return as_text(entry)
 
-    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list[Any] | None = None) -> None:
         """Nothing to expire in the base registry."""
 
 
 class _ExpiringRegistry(BaseRegistry):
     """Entries scored by their expiry; cleanup drops the expired ones."""
 
-    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list[Any] | None = None) -> None:
         self.connection.zremrangebyscore(self.key, 0, timestamp if timestamp is not None else epoch_seconds(now()))
 
 
 class FinishedJobRegistry(_ExpiringRegistry):
-    key_template = 'rq:finished:{0}'
+    key_template = keys.finished_registry_key('{0}')
 
 
 class FailedJobRegistry(_ExpiringRegistry):
-    key_template = 'rq:failed:{0}'
+    key_template = keys.failed_registry_key('{0}')
 
 
 class DeferredJobRegistry(BaseRegistry):
-    key_template = 'rq:deferred:{0}'
+    key_template = keys.deferred_registry_key('{0}')
 
     def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
         job_id = job.id if isinstance(job, Job) else job
@@ -145,13 +146,13 @@ class DeferredJobRegistry(BaseRegistry):
 
 
 class ScheduledJobRegistry(BaseRegistry):
-    key_template = 'rq:scheduled:{0}'
+    key_template = keys.scheduled_registry_key('{0}')
 
     def schedule(self, job: Job, scheduled_datetime: datetime, pipeline: Any = None) -> int:
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job.id: epoch_seconds(scheduled_datetime)}))
 
-    def get_jobs_to_schedule(self, timestamp: int | None = None, chunk_size: int = 1000) -> list[str]:
+    def get_jobs_to_schedule(self, timestamp: int | None = None, chunk_size: int = SCHEDULER_CHUNK) -> list[str]:
         score = timestamp if timestamp is not None else epoch_seconds(now())
         return [as_text(m) for m in self.connection.zrangebyscore(self.key, 0, score, start=0, num=chunk_size)]
 
@@ -167,7 +168,7 @@ class ScheduledJobRegistry(BaseRegistry):
 
 
 class CanceledJobRegistry(BaseRegistry):
-    key_template = 'rq:canceled:{0}'
+    key_template = keys.canceled_registry_key('{0}')
 
     def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
         job_id = job.id if isinstance(job, Job) else job
@@ -181,7 +182,7 @@ class CanceledJobRegistry(BaseRegistry):
 class StartedJobRegistry(BaseRegistry):
     """Jobs being executed; members are `<job id>:<execution id>`, scored by heartbeat expiry."""
 
-    key_template = 'rq:wip:{0}'
+    key_template = keys.started_registry_key('{0}')
 
     @staticmethod
     def parse_job_id(entry: Any) -> str:
@@ -208,10 +209,8 @@ class StartedJobRegistry(BaseRegistry):
     def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
         raise NotImplementedError('the worker removes executions from the started registry')
 
-    def cleanup(self, timestamp: float | None = None, exception_handlers: list | None = None) -> None:
+    def cleanup(self, timestamp: float | None = None, exception_handlers: list[Any] | None = None) -> None:
         """Fail (or retry) the jobs whose worker stopped heartbeating, as RQ's cleanup does."""
-        from .maintenance import fail_abandoned_jobs
-
         fail_abandoned_jobs(
             self.connection,
             self.name,
@@ -221,7 +220,10 @@ class StartedJobRegistry(BaseRegistry):
         )
 
 
-def clean_registries(queue: Queue, exception_handlers: list | None = None) -> None:
+def clean_registries(queue: Queue, exception_handlers: list[Any] | None = None) -> None:
     """Clean every registry of a queue."""
     for registry in (queue.finished_job_registry, queue.started_job_registry, queue.failed_job_registry):
         registry.cleanup(exception_handlers=exception_handlers)
+
+
+Job.registry_classes.update(started=StartedJobRegistry, failed=FailedJobRegistry, finished=FinishedJobRegistry)

@@ -8,15 +8,15 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from redis import Redis
-
 from . import keys
 from .dates import from_epoch, now
-from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
 from .text import as_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a spawned horse imports this module but not redis-py
+    from redis import Redis
+
     from .job import Job
 
 
@@ -71,7 +71,7 @@ class Result:
 
     @classmethod
     def all(cls, job: Job, serializer: Any = None) -> list[Result]:
-        entries = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
+        entries: Any = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
         return [cls.restore(job.id, as_text(rid), payload, job.connection, serializer) for rid, payload in entries]
 
     @classmethod
@@ -85,6 +85,7 @@ class Result:
     @classmethod
     def fetch_latest(cls, job: Job, serializer: Any = None, timeout: int = 0) -> Result | None:
         key = keys.results_key(job.id)
+        response: Any  # redis-py's stubs type stream replies loosely
         if timeout:
             response = job.connection.xread({key: '0-0'}, block=timeout * 1000)
             if not response:
@@ -98,7 +99,9 @@ class Result:
         return cls.restore(job.id, as_text(result_id), payload, job.connection, serializer)
 
     @classmethod
-    def restore(cls, job_id: str, result_id: str, payload: dict, connection: Redis, serializer: Any = None) -> Result:
+    def restore(
+        cls, job_id: str, result_id: str, payload: dict[Any, Any], connection: Redis, serializer: Any = None
+    ) -> Result:
         fields = {as_text(k): v for k, v in payload.items()}
         serializer = resolve_serializer(serializer)
         return_value = fields.get('return_value')

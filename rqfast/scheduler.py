@@ -26,14 +26,12 @@ from redis import Redis
 from . import keys, scripts
 from .backoff import Backoff
 from .dates import epoch_seconds, now, utcformat, utcparse
-from .defaults import SCHEDULER_MAX_BACKOFF
+from .defaults import SCHEDULER_CHUNK, SCHEDULER_INTERVAL, SCHEDULER_LOCK_MARGIN, SCHEDULER_MAX_BACKOFF
 from .exceptions import SchedulerNotFound
 from .serializers import resolve_serializer
 from .text import as_text
 
 logger = logging.getLogger('rqfast.scheduler')
-
-CHUNK_SIZE = 1000  # jobs moved per queue per tick, as RQ's get_jobs_to_schedule
 
 
 class SchedulerStatus(str, Enum):
@@ -59,7 +57,7 @@ class RQScheduler:
         self,
         queues: Any,
         connection: Redis,
-        interval: float = 1,
+        interval: float = SCHEDULER_INTERVAL,
         logging_level: Any = None,
         date_format: str | None = None,
         log_format: str | None = None,
@@ -95,7 +93,7 @@ class RQScheduler:
 
     @property
     def lock_ttl(self) -> int:
-        return int(self.interval) + 60
+        return int(self.interval) + SCHEDULER_LOCK_MARGIN
 
     @classmethod
     def get_locking_key(cls, name: str) -> str:
@@ -140,7 +138,7 @@ class RQScheduler:
                 self.lock_ttl,
                 utcformat(moment),
                 epoch_seconds(moment),
-                CHUNK_SIZE,
+                SCHEDULER_CHUNK,
                 acquire,
                 move,
                 release,

@@ -33,12 +33,13 @@ _STATUS_AFTER = {OutcomeKind.SUCCESS: JobStatus.FINISHED, OutcomeKind.FAILURE: J
 def run_sync(queue: Queue, job: Job) -> Job:
     """Perform the job here and record its outcome with the engine's finish script (no worker)."""
     job.worker_name = 'sync'
-    job._status = JobStatus.STARTED
+    job.set_local_status(JobStatus.STARTED)
     outcome = run_job(job, death_penalty_class=_NoDeathPenalty)  # type: ignore[arg-type]
     plan = engine.plan(job, outcome, now(), sync=True)
     if outcome.kind is OutcomeKind.FAILURE:
         job.ended_at = None  # the handle as stored: RQ's sync run sets ended_at only on success
-    job._status = _STATUS_AFTER.get(outcome.kind, job._status)
+    if outcome.kind in _STATUS_AFTER:
+        job.set_local_status(_STATUS_AFTER[outcome.kind])
     working_time = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
     engine.finish_job(queue.connection, job.id, queue.name, '', plan, working_time, worker=None, claim_next=False)
     return job

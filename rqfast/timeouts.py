@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import signal
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from .exceptions import TimeoutFormatError
 
@@ -53,7 +53,7 @@ class BaseDeathPenalty:
         self.setup_death_penalty()
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: TracebackType | None) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: TracebackType | None) -> Literal[False]:
         try:
             self.cancel_death_penalty()
         except BaseTimeoutException:

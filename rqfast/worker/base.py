@@ -262,8 +262,8 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
     ) -> bool:
         """Work until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; True if any job ran."""
         self._queue_order.strategy = DequeueStrategy(dequeue_strategy)
+        self._install_signal_handlers()  # first: a SIGTERM during registration is a normal stop, not a kill
         self.bootstrap(logging_level, date_format, log_format)
-        self._install_signal_handlers()
         if with_scheduler:
             self.start_scheduler(burst)
         completed = 0

@@ -201,7 +201,7 @@ class Finishing:
             resets = {name: reset for name, (_, reset) in bad.items()}
             placeholder = self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}, now)
             return placeholder, Outcome(OutcomeKind.POISON, exc_string=reason, value=resets)
-        job._status = JobStatus.STARTED
+        job.set_local_status(JobStatus.STARTED)
         job.worker_name = self.name
         job.started_at = job.last_heartbeat = claim.started_at
         return job, None

@@ -1,0 +1,214 @@
+"""A queue by name: its keys, registries and jobs, and the admin calls (empty, delete, compact).
+
+Queue (queue.py) adds enqueueing to this; `from rqfast.queue import Queue` is the public name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from functools import total_ordering
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import keys, registry, scripts
+from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL
+from .imports import import_attribute
+from .job import Job
+from .serializers import resolve_serializer
+from .text import as_text
+from .timeouts import UnixSignalDeathPenalty, parse_timeout
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+_Q = TypeVar('_Q', bound='BaseQueue')
+
+
+@total_ordering
+class BaseQueue:
+    """What a queue holds and the calls that read or remove it; Queue (rqfast.queue) adds enqueueing."""
+
+    job_class: type[Job] = Job
+    death_penalty_class: Any = UnixSignalDeathPenalty
+    DEFAULT_TIMEOUT = DEFAULT_QUEUE_TIMEOUT
+    redis_queue_namespace_prefix = keys.QUEUE_PREFIX
+    redis_queues_keys = keys.QUEUES
+
+    def __init__(
+        self,
+        name: str = 'default',
+        connection: Redis | None = None,
+        default_timeout: Any = None,
+        is_async: bool = True,
+        job_class: str | type[Job] | None = None,
+        serializer: Any = None,
+        death_penalty_class: Any = UnixSignalDeathPenalty,
+        **kwargs: Any,
+    ):
+        if not connection:
+            raise TypeError("Queue() missing 1 required positional argument: 'connection'")
+        self.connection = connection
+        self.name = name
+        self._key = keys.queue_key(name)
+        self._default_timeout = parse_timeout(default_timeout) or self.DEFAULT_TIMEOUT
+        self._is_async = kwargs.get('async', is_async)
+        if job_class is not None:
+            self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
+        self.death_penalty_class = death_penalty_class
+        self.serializer = resolve_serializer(serializer)
+
+    @classmethod
+    def all(
+        cls: type[_Q], connection: Redis, job_class: Any = None, serializer: Any = None, death_penalty_class: Any = None
+    ) -> list[_Q]:
+        return [
+            cls.from_queue_key(as_text(m), connection=connection, job_class=job_class, serializer=serializer)
+            for m in connection.smembers(keys.QUEUES)
+            if m
+        ]
+
+    @classmethod
+    def from_queue_key(
+        cls: type[_Q],
+        queue_key: str,
+        connection: Redis,
+        job_class: Any = None,
+        serializer: Any = None,
+        death_penalty_class: Any = None,
+    ) -> _Q:
+        return cls(
+            keys.queue_name_from_key(queue_key), connection=connection, job_class=job_class, serializer=serializer
+        )
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[BaseQueue]:
+        yield self
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BaseQueue) and self.name == other.name
+
+    def __lt__(self, other: BaseQueue) -> bool:
+        return self.name < other.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f'{self.__class__.__name__}({self.name!r})'
+
+    def __str__(self) -> str:
+        return f'<{self.__class__.__name__} {self.name}>'
+
+    # --- keys and registries
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def intermediate_queue_key(self) -> str:
+        return keys.intermediate_queue_key(self.name)
+
+    @property
+    def registry_cleaning_key(self) -> str:
+        return keys.maintenance_lock_key(self.name)
+
+    @property
+    def is_async(self) -> bool:
+        return bool(self._is_async)
+
+    def _registry(self, registry_class: type[registry.BaseRegistry]) -> Any:
+        return registry_class(queue=self, job_class=self.job_class, serializer=self.serializer)
+
+    failed_job_registry = property(lambda self: self._registry(registry.FailedJobRegistry))
+    started_job_registry = property(lambda self: self._registry(registry.StartedJobRegistry))
+    finished_job_registry = property(lambda self: self._registry(registry.FinishedJobRegistry))
+    deferred_job_registry = property(lambda self: self._registry(registry.DeferredJobRegistry))
+    scheduled_job_registry = property(lambda self: self._registry(registry.ScheduledJobRegistry))
+    canceled_job_registry = property(lambda self: self._registry(registry.CanceledJobRegistry))
+
+    @property
+    def scheduler_pid(self) -> int | None:
+        name = self.connection.get(keys.scheduler_lock_key(self.name))
+        if name is None:
+            return None
+        pid = self.connection.hget(keys.scheduler_key(as_text(name)), 'pid')
+        return int(pid) if pid else None
+
+    def acquire_maintenance_lock(self) -> bool:
+        return bool(self.connection.set(self.registry_cleaning_key, 1, nx=True, ex=MAINTENANCE_LOCK_TTL))
+
+    def release_maintenance_lock(self) -> None:
+        self.connection.delete(self.registry_cleaning_key)
+
+    # --- reading
+
+    @property
+    def count(self) -> int:
+        return int(self.connection.llen(self.key))
+
+    def is_empty(self) -> bool:
+        return self.count == 0
+
+    def get_job_ids(self, offset: int = 0, length: int = -1) -> list[str]:
+        end = offset + (length - 1) if length >= 0 else length
+        return [as_text(m) for m in self.connection.lrange(self.key, offset, end)]
+
+    def get_jobs(self, offset: int = 0, length: int = -1) -> list[Job]:
+        return [job for job in (self.fetch_job(i) for i in self.get_job_ids(offset, length)) if job]
+
+    job_ids = property(get_job_ids)
+    jobs = property(get_jobs)
+
+    def fetch_job(self, job_id: str) -> Job | None:
+        """The job if it exists and belongs here; a missing job's id is removed from the queue, as in RQ."""
+        try:
+            job = self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer)
+        except Exception:
+            if not self.job_class.exists(job_id, self.connection):
+                self.remove(job_id)
+            return None
+        return job if job.origin == self.name else None
+
+    def get_job_position(self, job_or_id: Job | str) -> int | None:
+        job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
+        position = self.connection.lpos(self.key, job_id)
+        return None if position is None else int(position)  # type: ignore[arg-type]
+
+    def pop_job_id(self) -> str | None:
+        """RQ's helper, for tools that call it; workers claim jobs through the engine's scripts."""
+        job_id = self.connection.lpop(self.key)
+        return as_text(job_id) if job_id else None
+
+    # --- removing
+
+    def remove(self, job_or_id: Job | str, pipeline: Any = None) -> int:
+        job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
+        return int((pipeline if pipeline is not None else self.connection).lrem(self.key, 1, job_id))
+
+    def empty(self) -> int:
+        """Remove every job in the queue and delete their hashes; the number removed."""
+        return scripts.empty_queue(self.connection, self.name)
+
+    def delete(self, delete_jobs: bool = True) -> None:
+        if delete_jobs:
+            self.empty()
+        with self.connection.pipeline() as pipe:
+            pipe.srem(keys.QUEUES, self.key)
+            pipe.delete(self.key)
+            pipe.execute()
+
+    def compact(self) -> None:
+        """Drop ids whose job is gone, keeping the order (RQ's approach: rename, then re-push)."""
+        temporary = keys.compact_queue_key(str(uuid.uuid4()))
+        if not self.connection.exists(self.key):
+            return
+        self.connection.rename(self.key, temporary)
+        while (job_id := self.connection.lpop(temporary)) is not None:
+            if self.job_class.exists(as_text(job_id), self.connection):
+                self.connection.rpush(self.key, job_id)  # type: ignore[arg-type]

@@ -1,0 +1,156 @@
+"""rqfast's modules form layers with no import loop (tests/import_graph.py reads the graph).
+
+Every module imports alone, in a fresh interpreter, without the package's __init__ running first;
+the graph read from the source (imports inside functions included, `if TYPE_CHECKING:` left out)
+has no cycle; and each module imports only from its own layer or the ones below (LAYERS).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import import_graph
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+# Run in a fresh interpreter: for each module, forget every rqfast module, put an empty `rqfast`
+# package in place (so __init__, which imports most of the package, does not run first) and import
+# the module. Prints {module: error} for those that fail.
+_IMPORT_EACH_ALONE = textwrap.dedent(
+    """
+    import importlib, json, sys, traceback, types
+    spec = importlib.util.find_spec('rqfast')
+    errors = {}
+    for name in json.loads(sys.argv[1]):
+        for loaded in [m for m in sys.modules if m == 'rqfast' or m.startswith('rqfast.')]:
+            del sys.modules[loaded]
+        if name != 'rqfast':
+            package = types.ModuleType('rqfast')
+            package.__path__ = list(spec.submodule_search_locations)
+            sys.modules['rqfast'] = package
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            errors[name] = traceback.format_exc(limit=-3)
+    print(json.dumps(errors))
+    """
+)
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
+    modules = sorted(import_graph.module_names())
+    result = subprocess.run(
+        [sys.executable, '-c', _IMPORT_EACH_ALONE, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        timeout=60,
+        check=True,
+    )
+    errors = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not errors, '\n'.join(f'{name}:\n{error}' for name, error in errors.items())
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    cycle = import_graph.find_cycle(import_graph.import_graph())
+    assert cycle is None, 'import loop: ' + ' -> '.join(cycle or [])
+
+
+def test_every_module_imports_only_from_its_layer_or_below() -> None:
+    graph = import_graph.import_graph()
+    unplaced = []
+    for module in graph:
+        try:
+            import_graph.layer_of(module)
+        except KeyError:
+            unplaced.append(module)
+    assert not unplaced, f'modules missing from import_graph.LAYERS: {unplaced}'
+    assert import_graph.layer_violations(graph) == []
+
+
+def test_the_graph_counts_imports_inside_functions_but_not_type_checking_ones() -> None:
+    tree = ast.parse(
+        textwrap.dedent(
+            """
+            from typing import TYPE_CHECKING
+            from . import keys
+            if TYPE_CHECKING:
+                from .queue import Queue
+            else:
+                from .dates import now
+            def f():
+                from .registry import FailedJobRegistry
+            """
+        )
+    )
+    modules = {'rqfast', 'rqfast.keys', 'rqfast.queue', 'rqfast.dates', 'rqfast.registry', 'rqfast.job'}
+    found = set()
+    for node in import_graph._runtime_imports(tree):
+        found |= import_graph._targets(node, 'rqfast.job', False, modules)
+    assert found == {'rqfast.keys', 'rqfast.dates', 'rqfast.registry'}
+
+
+def test_find_cycle_names_the_loop() -> None:
+    graph = {'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}
+    assert import_graph.find_cycle(graph) == ['a', 'b', 'c', 'a']
+    assert import_graph.find_cycle({'a': {'b'}, 'b': set()}) is None
+
+
+def test_the_import_graph_script_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, '-m', 'tests.import_graph'], capture_output=True, text=True, cwd=REPOSITORY, timeout=60
+    )
+    assert 'rqfast.job ' in result.stdout
+    assert 'cycle: none' in result.stdout, result.stdout[-2000:]
+
+
+# --- what the layers are for: no reaching into a Job's private fields, no key literal outside keys.py
+
+_JOB_MODULES = {'job.py', 'jobspec.py', 'jobhash.py'}
+
+
+def _sources() -> list[Path]:
+    return sorted((REPOSITORY / 'rqfast').rglob('*.py'))
+
+
+@pytest.mark.parametrize('path', _sources(), ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_no_module_but_the_job_modules_reaches_into_a_job(path: Path) -> None:
+    """`job._status = ...` and the like: the Job has public ways to do those (set_local_status, ...)."""
+    if path.name in _JOB_MODULES:
+        return
+    private = {name for name in vars(_job_class()) if name.startswith('_') and not name.startswith('__')}
+    private |= {'_id', '_status', '_result', '_exc_info', '_dependency_ids', '_data'}
+    reached = [
+        f'{path.name}:{node.lineno}: {ast.unparse(node)}'
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr in private
+        and not (isinstance(node.value, ast.Name) and node.value.id in ('self', 'cls'))
+    ]
+    assert reached == []
+
+
+def _job_class() -> type:
+    from rqfast.jobspec import JobSpec
+
+    return JobSpec
+
+
+@pytest.mark.parametrize('path', _sources(), ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_every_key_name_comes_from_keys_py(path: Path) -> None:
+    if path.name == 'keys.py' and path.parent.name == 'rqfast':
+        return
+    literals = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            text = node.values[0].value
+        if isinstance(text, str) and text.startswith('rq:'):
+            literals.append(f'{path.name}:{node.lineno}: {text!r}')
+    assert literals == []
