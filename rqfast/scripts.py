@@ -7,7 +7,7 @@ send SCRIPT EXISTS, an extra round trip.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import keys
@@ -47,15 +47,16 @@ class Script:
         self.sha = hashlib.sha1(self.source).hexdigest()
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
+        client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
         try:
-            return connection.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
         except Exception as exc:
             from redis.exceptions import NoScriptError
 
             if not isinstance(exc, NoScriptError):
                 raise
-            connection.script_load(self.source)
-            return connection.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            client.script_load(self.source)
+            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
 
 
 _scripts: dict[str, Script] = {}
@@ -283,18 +284,20 @@ class DirectLine:
         from redis import Redis as Client
 
         self._client = Client(connection_pool=connection.connection_pool, single_connection_client=True)
+        self._pack: Callable[..., bytes] | None = None
         try:
             from hiredis import pack_command
+
+            self._pack = pack_command
         except ImportError:  # redis-py's own packing then
-            pack_command = None
-        self._pack = pack_command
+            pass
 
     def execute_command(self, *args: Any) -> Any:
         from redis.exceptions import ConnectionError, TimeoutError
 
-        line = self._client.connection
+        line: Any = self._client.connection  # redis-py's Connection methods are untyped
         if line is None:
-            return self._client.execute_command(*args)
+            return self._client.execute_command(*args)  # type: ignore[no-untyped-call]
         packed = [self._pack(args)] if self._pack is not None else line.pack_command(*args)
         try:
             line.send_packed_command(packed, check_health=False)

@@ -20,6 +20,7 @@ from redis import Redis
 
 from .. import dates, engine
 from ..backoff import Backoff
+from ..defaults import DEFAULT_RESULT_TTL
 from ..job import Job
 from ..jobhash import unreadable_fields
 from ..outcome import Outcome, OutcomeKind
@@ -118,19 +119,27 @@ class Finishing:
     def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool, now: datetime) -> engine.Plan:
         if stopped and outcome.kind is OutcomeKind.FAILURE:  # a stop command ended it: its horse was killed
             outcome = Outcome(OutcomeKind.STOPPED, exc_string=outcome.exc_string, exc_info=outcome.exc_info)
-        run = {'worker_name': self.name, 'execution_id': claim.execution_id, 'started_at': claim.started_at}
         try:
-            return engine.plan(
-                job,
-                outcome,
-                now,
-                default_result_ttl=self.default_result_ttl,
-                disable_default_exception_handler=self.disable_default_exception_handler,
-                **run,
+            return self._planned(
+                job, claim, outcome, now, self.default_result_ttl, self.disable_default_exception_handler
             )
         except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
             unplannable = Outcome(OutcomeKind.POISON, exc_string=outcome.exc_string + self._unplannable(job, exc))
-            return engine.plan(job, unplannable, now, **run)
+            return self._planned(job, claim, unplannable, now, DEFAULT_RESULT_TTL, False)
+
+    def _planned(
+        self, job: Job, claim: engine.Claim, outcome: Outcome, now: datetime, result_ttl: int, disable_handler: bool
+    ) -> engine.Plan:
+        return engine.plan(
+            job,
+            outcome,
+            now,
+            worker_name=self.name,
+            execution_id=claim.execution_id,
+            started_at=claim.started_at,
+            default_result_ttl=result_ttl,
+            disable_default_exception_handler=disable_handler,
+        )
 
     def _unplannable(self, job: Job, exc: Exception) -> str:
         fields = ', '.join(

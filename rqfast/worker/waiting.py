@@ -60,11 +60,12 @@ class Waiter:
 
     def _wait_fake(self, timeout: int) -> tuple[str, str] | None:
         """fakeredis has no sockets to wait on: a short blocking move per queue in turn."""
+        share: Any = max(timeout / len(self.queues), 0.1)  # fakeredis takes fractions of a second
         for queue in self.queues:
             job_id = self.connection.blmove(
                 keys.queue_key(queue),
                 keys.intermediate_queue_key(queue),
-                max(timeout / len(self.queues), 0.1),
+                share,
                 'LEFT',
                 'RIGHT',
             )
@@ -88,7 +89,7 @@ class Waiter:
                 if reply is not None:
                     moved.append((self.queues[index], as_text(reply)))
         for index, conn in pending.items():
-            self.connection.execute_command('CLIENT', 'UNBLOCK', self._client_ids[index])
+            self.connection.client_unblock(self._client_ids[index])
             reply = conn.read_response()
             if reply is not None:
                 moved.append((self.queues[index], as_text(reply)))
