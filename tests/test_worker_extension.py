@@ -16,7 +16,7 @@ from unittest import mock
 import pytest
 import redis
 
-from rqfast import Queue, Retry, SimpleWorker, Worker
+from rqfast import Queue, Retry, SimpleWorker, Worker, keys
 from rqfast.job import Job
 from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from rqfast.status import JobStatus
@@ -252,3 +252,17 @@ def test_the_forking_worker_logs_the_horses_exception(
     [error] = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
     assert f'job {job.id}: exception raised while executing ({jobs.__name__}.div_by_zero)' in error
     assert 'ZeroDivisionError: division by zero' in error
+
+
+def test_rq_step_by_step_dequeue_then_perform(connection: redis.Redis) -> None:
+    queue = Queue(connection=connection)
+    worker = SimpleWorker([queue], connection=connection)
+    assert worker.dequeue_job_and_maintain_ttl(None) is None  # nothing queued, no wait
+
+    job = queue.enqueue(jobs.add, 1, 2)
+    job_in_hand, its_queue = worker.dequeue_job_and_maintain_ttl(1)
+    assert job_in_hand.id == job.id and its_queue.name == queue.name
+    assert job.get_status(refresh=True) == JobStatus.STARTED and job.id in StartedJobRegistry(queue=queue)
+    assert worker.perform_job(job_in_hand, its_queue)
+    assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value(refresh=True) == 3
+    assert StartedJobRegistry(queue=queue).get_job_ids() == [] and connection.zcard(keys.executions_key(job.id)) == 0

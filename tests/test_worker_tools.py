@@ -55,16 +55,14 @@ def test_a_single_rq_queue_and_a_mix(fake_conn: redis.Redis) -> None:
         SimpleWorker([object()], connection=fake_conn)
 
 
-def test_worker_all_takes_the_connection_from_the_queue(connection: redis.Redis) -> None:
+def test_worker_all_takes_rq_queue_objects(connection: redis.Redis) -> None:
     queue = Queue('tools', connection=connection)
     worker = SimpleWorker([queue])
     worker.register_birth()
     try:
-        assert [w.name for w in SimpleWorker.all(queue=queue)] == [worker.name]
-        assert SimpleWorker.count(queue=queue) == 1
-        assert SimpleWorker.all_keys(queue=rq.Queue('tools', connection=connection)) == [worker.key]
-        with pytest.raises(TypeError, match='connection'):
-            SimpleWorker.all()
+        rq_queue = rq.Queue('tools', connection=connection)
+        assert [w.name for w in SimpleWorker.all(connection, queue=rq_queue)] == [worker.name]
+        assert SimpleWorker.all_keys(connection, queue=rq_queue) == [worker.key]
     finally:
         worker.register_death()
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,6 +80,10 @@ class JobHooks:
     _is_horse = False
     uses_hooks = False
     execute: Callable[..., Outcome]  # the worker class's
+    _claim: Callable[..., engine.Claim]  # BaseWorker's
+    _waiter_for: Callable[[], Any]  # BaseWorker's
+    _load_job: Callable[..., tuple[Job, Outcome | None]]  # Finishing's
+    _log_start: Callable[[Job, str], None]  # Finishing's
     _finish: Callable[..., engine.Claim]  # Finishing's
 
     def look_for_hooks(self) -> None:
@@ -129,6 +134,30 @@ class JobHooks:
         """Log the job's exception and walk the exception handlers (rqfast's run does both itself)."""
         self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
         run_exception_handlers(job, exc_info, self._exc_handlers)
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """Claim one job, waiting up to `timeout` seconds (None: not at all): (job, queue), or None.
+
+        RQ's step-by-step API: perform_job or execute_job then records the claimed job's execution.
+        """
+        deadline = time.monotonic() + min(timeout, max_idle_time or timeout) if timeout else None
+        moved = None
+        while True:
+            claim = self._claim(moved)
+            if claim:
+                break
+            left = deadline - time.monotonic() if deadline is not None else 0
+            if left <= 0:
+                return None
+            moved = self._waiter_for().wait(max(1, int(left + 0.999)))
+        self._in_flight[claim.job_id or ''] = claim
+        job, poison = self._load_job(claim)
+        if poison is not None:
+            self._finish(job, claim, poison, False)
+            return None
+        self._log_start(job, claim.queue or '')
+        self._in_hand = JobInHand(claim)
+        return job, self._queue_named(claim.queue or job.origin)
 
     # --- how they run
 

@@ -131,14 +131,6 @@ def read(connection: Redis, worker_key: str) -> WorkerRecord | None:
     )
 
 
-def _connection_for(connection: Redis | None, queue: Any) -> Redis:
-    if connection is None:
-        connection = getattr(queue, 'connection', None)
-    if connection is None:
-        raise TypeError('a connection is needed: pass connection= or queue=')
-    return connection
-
-
 class WorkerRecords:
     """The worker's side of its hash: RQ's registration and reading-back methods, as the worker's own.
 
@@ -205,24 +197,22 @@ class WorkerRecords:
         return read_current_job_id(self.connection, self.name)
 
     @classmethod
-    def all_keys(cls, connection: Redis | None = None, queue: Any = None) -> list[str]:
-        """The live workers' keys, of `queue` or of all; the connection defaults to the queue's, as in RQ."""
-        return worker_keys(_connection_for(connection, queue), queue.name if queue else None)
+    def all_keys(cls, connection: Redis, queue: Any = None) -> list[str]:
+        return worker_keys(connection, queue.name if queue else None)
 
     @classmethod
-    def count(cls, connection: Redis | None = None, queue: Any = None) -> int:
+    def count(cls, connection: Redis, queue: Any = None) -> int:
         return len(cls.all_keys(connection, queue))
 
     @classmethod
     def all(
         cls,
-        connection: Redis | None = None,
+        connection: Redis,
         job_class: Any = None,
         queue_class: Any = None,
         queue: Any = None,
         serializer: Any = None,
     ) -> list[Any]:
-        connection = _connection_for(connection, queue)
         found = [cls.find_by_key(key, connection) for key in cls.all_keys(connection, queue)]
         return [worker for worker in found if worker is not None]
 
