@@ -59,6 +59,8 @@ from .hooks import JobHooks
 from .order import DequeueStrategy, QueueOrder
 from .queues import connection_of, queue_list, worker_queue
 from .records import WorkerRecords
+from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
+from .signals import signal_name
 from .upkeep import Duties, Upkeep
 from .waiting import Waiter
 
@@ -177,6 +179,7 @@ class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
 
     def request_stop(self, signum: int, frame: Any) -> None:
         """Warm shutdown: finish the job in hand, then stop. A second signal is a cold shutdown."""
+        self.log.debug('Worker %s: got signal %s', self.name, signal_name(signum))
         self.handle_warm_shutdown_request()
         self._shutdown_requested_date = dates.now()
         self._stop_requested = True
