@@ -16,7 +16,7 @@ from unittest import mock
 import pytest
 import redis
 
-from rqfast import Queue, Retry, SimpleWorker, Worker, keys
+from rqfast import Callback, Queue, Retry, SimpleWorker, Worker, keys
 from rqfast.job import Job
 from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from rqfast.status import JobStatus
@@ -266,3 +266,21 @@ def test_rq_step_by_step_dequeue_then_perform(connection: redis.Redis) -> None:
     assert worker.perform_job(job_in_hand, its_queue)
     assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value(refresh=True) == 3
     assert StartedJobRegistry(queue=queue).get_job_ids() == [] and connection.zcard(keys.executions_key(job.id)) == 0
+
+
+def _save_status_on_success(job: Job, connection: Any, result: Any) -> None:
+    connection.set(f'seen:{job.id}', job.get_status(refresh=False).value)
+
+
+def _save_status_on_failure(job: Job, connection: Any, *exc_info: Any) -> None:
+    connection.set(f'seen:{job.id}', job.get_status(refresh=False).value)
+
+
+def test_callbacks_see_the_status_the_job_ends_with(connection: redis.Redis) -> None:
+    """As in RQ (#1631): finished in the success callback, failed in the failure callback."""
+    queue = Queue(connection=connection)
+    ok = queue.enqueue(jobs.say_hello, on_success=Callback(_save_status_on_success))
+    failing = queue.enqueue(jobs.div_by_zero, on_failure=Callback(_save_status_on_failure))
+    SimpleWorker([queue], connection=connection).work(burst=True)
+    assert connection.get(f'seen:{ok.id}') == b'finished'
+    assert connection.get(f'seen:{failing.id}') == b'failed'
