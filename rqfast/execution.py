@@ -14,6 +14,7 @@ from typing import Any
 from .dates import now
 from .job import Job, Retry
 from .outcome import Outcome, OutcomeKind
+from .status import JobStatus
 from .timeouts import BaseDeathPenalty, JobTimeoutException, UnixSignalDeathPenalty
 
 __all__ = ['ExceptionHandler', 'Outcome', 'fail_job', 'run_exception_handlers', 'run_job']
@@ -37,6 +38,7 @@ def run_job(
         _ended(job, clock)
         if isinstance(value, Retry):
             return Outcome(OutcomeKind.RETRY, value)
+        job.set_local_status(JobStatus.FINISHED)  # what the callback sees, as in RQ
         if job.success_callback:
             with death_penalty_class(job.success_callback_timeout, JobTimeoutException, job_id=job.id):
                 job.success_callback(job, job.connection, value)
@@ -60,6 +62,7 @@ def fail_job(
     """The failure callback, then the exception handler chain; a raising callback's error replaces the job's."""
     if job.ended_at is None or job.started_at is None or job.ended_at < job.started_at:
         _ended(job, clock)
+    job.set_local_status(JobStatus.FAILED)  # what the callback sees, as in RQ (a retry included)
     try:
         if job.failure_callback:
             with death_penalty_class(job.failure_callback_timeout, JobTimeoutException, job_id=job.id):

@@ -29,7 +29,7 @@ from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-from .outcome import OutcomeKind
+from .outcome import Outcome, OutcomeKind
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -200,6 +200,11 @@ def run_in_horse(
         outcome = run_job(job, death_penalty_class, handlers, default_timeout=default_timeout)
     except BaseException:  # SystemExit or KeyboardInterrupt from the job: a failure, as in RQ's horse
         outcome = fail_job(job, sys.exc_info(), death_penalty_class, handlers)
+    return report_of(job, outcome)
+
+
+def report_of(job: Any, outcome: Outcome) -> Report:
+    """The report of how the job ran, its return value serialized with the job's serializer."""
     value = outcome.value
     if outcome.kind is OutcomeKind.SUCCESS and value is not None:
         value = serialize_return_value(job.serializer, value)
@@ -292,6 +297,7 @@ class HorseSettings:
     default_timeout: int
     stand_in: dict[bytes, bytes] | None = None  # a forked horse's warm-up job (stand_in_job())
     imminent_shutdown_delay: int | None = None  # HerokuWorker: SIGRTMIN ends the job this many seconds later
+    perform: Any = None  # runs the job instead of run_in_horse: a worker subclass's perform_job (a forked horse's)
 
 
 def serve_one_job(
@@ -317,7 +323,10 @@ def serve_one_job(
     job_id, raw, started_at = pickle.loads(payload)
     os.environ['RQ_JOB_ID'] = job_id
     job = _load_job(settings, connection, job_id, raw, started_at)
-    report = run_in_horse(job, settings.death_penalty_class, settings.exception_handlers, settings.default_timeout)
+    if settings.perform is not None:
+        report = report_of(job, settings.perform(job))
+    else:
+        report = run_in_horse(job, settings.death_penalty_class, settings.exception_handlers, settings.default_timeout)
     flush_stdio()
     write_message(report_fd, encode_report(report))
 

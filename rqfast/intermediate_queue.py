@@ -69,5 +69,5 @@ class IntermediateQueue:
             if job is None:
                 self.remove(job_id)
             elif not self.set_first_seen(job_id) and self.should_be_cleaned_up(job_id):
-                worker.handle_job_failure(job, queue, exc_string=STUCK_EXC_STRING)  # type: ignore[attr-defined]
+                worker.handle_job_failure(job, queue, exc_string=STUCK_EXC_STRING)
                 self.remove(job_id)

@@ -59,9 +59,23 @@ class Script:
             from redis.exceptions import NoScriptError
 
             if not isinstance(exc, NoScriptError):
+                _explain_no_lua(exc)
                 raise
             client.script_load(self.source)
             return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+
+
+class LuaUnavailableError(RuntimeError):
+    """The server runs no Lua scripts: plain fakeredis, without its `lua` extra (lupa)."""
+
+
+def _explain_no_lua(exc: Exception) -> None:
+    """A server that does not know EVALSHA gets a message saying what to install (only on the error path)."""
+    if "unknown command 'evalsha'" in str(exc).lower():
+        raise LuaUnavailableError(
+            'rqfast runs every state change as a Lua script, and this Redis server does not run Lua. '
+            'With fakeredis, install its Lua support: pip install "fakeredis[lua]"'
+        ) from exc
 
 
 _scripts: dict[str, Script] = {}

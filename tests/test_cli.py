@@ -238,6 +238,17 @@ def test_rq_spawn_worker_maps_to_rqfast(name: str) -> None:
         assert classes.worker_class(name) is rqfast.SpawnWorker
 
 
+@pytest.mark.parametrize(
+    'name',
+    ['HerokuWorker', 'RoundRobinWorker', 'RandomWorker', 'SimpleWorker', 'SpawnWorker', 'Worker', 'BaseWorker'],
+)
+def test_every_rq_worker_class_name_maps_to_rqfast(name: str) -> None:
+    expected = getattr(rqfast.worker, name)
+    assert classes.worker_class(f'rq.worker.{name}') is expected
+    if name != 'BaseWorker':
+        assert classes.worker_class(f'rq.worker.worker_classes.{name}') is expected
+
+
 def test_rq_queue_job_and_serializer_names_map_to_rqfast() -> None:
     assert classes.queue_class('rq.Queue') is Queue
     assert classes.queue_class('rq.queue.Queue') is Queue

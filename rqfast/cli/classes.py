@@ -23,20 +23,9 @@ T = TypeVar('T')
 
 FORKING_WORKER = 'rqfast.Worker'
 
+# RQ names whose rqfast home differs from `rqfast.` + the rest (every other `rq.X` path maps that way)
 RQ_NAMES = {
-    'rq.Worker': FORKING_WORKER,
-    'rq.worker.Worker': FORKING_WORKER,
-    'rq.SimpleWorker': 'rqfast.worker.SimpleWorker',
-    'rq.worker.SimpleWorker': 'rqfast.worker.SimpleWorker',
-    'rq.SpawnWorker': 'rqfast.SpawnWorker',
-    'rq.worker.SpawnWorker': 'rqfast.SpawnWorker',
-    'rq.Queue': 'rqfast.Queue',
-    'rq.queue.Queue': 'rqfast.Queue',
     'rq.Job': 'rqfast.job.Job',
-    'rq.job.Job': 'rqfast.job.Job',
-    'rq.serializers.DefaultSerializer': 'rqfast.serializers.DefaultSerializer',
-    'rq.serializers.PickleSerializer': 'rqfast.serializers.PickleSerializer',
-    'rq.serializers.JSONSerializer': 'rqfast.serializers.JSONSerializer',
 }
 
 # Until the forking worker ships, the default (and RQ's `rq.Worker`) runs jobs in process.
@@ -44,8 +33,11 @@ _FORKING_NAMES = {FORKING_WORKER, 'rqfast.worker.Worker'}
 
 
 def rqfast_name(path: str) -> str:
-    """The rqfast path for one of RQ's class names; any other path unchanged."""
-    return RQ_NAMES.get(path, path)
+    """The rqfast path for one of RQ's names (`rq.worker.HerokuWorker` -> `rqfast.worker.HerokuWorker`);
+    any other path unchanged."""
+    if path in RQ_NAMES:
+        return RQ_NAMES[path]
+    return 'rqfast.' + path[len('rq.') :] if path.startswith('rq.') else path
 
 
 def load(path: str, option: str) -> Any:

@@ -55,7 +55,9 @@ from ..version import VERSION
 from . import records
 from .commands import Commands
 from .finishing import Finishing
+from .hooks import JobHooks
 from .order import DequeueStrategy, QueueOrder
+from .queues import connection_of, queue_list, worker_queue
 from .records import WorkerRecords
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
 from .signals import signal_name
@@ -67,7 +69,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
+class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
@@ -98,14 +100,9 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
         if queue_class is not None:
             self.queue_class = import_attribute(queue_class) if isinstance(queue_class, str) else queue_class
         self.serializer = resolve_serializer(serializer)
-        queue_list = [queues] if isinstance(queues, str | Queue) else list(queues)
-        self.connection = connection = self._connection_of(queue_list, connection)
-        self.queues = [
-            q
-            if isinstance(q, Queue)
-            else self.queue_class(q, connection=connection, job_class=self.job_class, serializer=self.serializer)
-            for q in queue_list
-        ]
+        given = queue_list(queues)
+        self.connection = connection = connection_of(given, connection)
+        self.queues = [worker_queue(q, connection, self.queue_class, self.job_class, self.serializer) for q in given]
         self.name = name or uuid.uuid4().hex
         self.default_result_ttl = default_result_ttl
         self.worker_ttl = worker_ttl or default_worker_ttl or DEFAULT_WORKER_TTL
@@ -140,16 +137,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
         self._upkeep: Upkeep | None = None
         self._waiter: Waiter | None = None
         self._engine_client: Any = None
-
-    @staticmethod
-    def _connection_of(queue_list: list[Any], connection: Redis | None) -> Redis:
-        if not queue_list:
-            raise ValueError('a worker needs at least one queue')
-        if connection is None:
-            connection = next((q.connection for q in queue_list if isinstance(q, Queue)), None)
-        if connection is None:
-            raise TypeError('a worker needs a connection')
-        return connection
+        self.look_for_hooks()
 
     # --- identity
 
@@ -269,6 +257,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
     ) -> bool:
         """Work until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; True if any job ran."""
         self._queue_order.strategy = DequeueStrategy(dequeue_strategy)
+        self.look_for_hooks()  # a patch since the worker was made counts too
         self._install_signal_handlers()  # first: a SIGTERM during registration is a normal stop, not a kill
         self.bootstrap(logging_level, date_format, log_format)
         if with_scheduler:

@@ -58,6 +58,10 @@ class Finishing:
     _stopped_job_id: str | None
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
+    uses_hooks: bool
+    process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
+    _log_completed: Callable[[Job], None]  # JobHooks'
+    _log_job_ok: Callable[[Job], None]  # JobHooks'
     _engine_connection: Callable[[], Any]  # BaseWorker's
     _ref: Callable[[], engine.WorkerRef]  # BaseWorker's
 
@@ -72,23 +76,30 @@ class Finishing:
         self._state = WorkerStatus.BUSY
         self._job_started_monotonic = time.monotonic()
         job: Job | None = None
+        outcome: Outcome | None = None
         try:
             job, outcome = self._load_job(claim, now)
             if outcome is None:
                 self._log_start(job, queue)
+                if self.uses_hooks:  # a subclass's execute_job & co. (hooks.py): they record the job
+                    return self.process_through_hooks(job, claim, now)
                 outcome = self.execute(job, claim, now)
         except Exception:  # a job must never take the worker down: it fails with what went wrong
             outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
             job = job or self._placeholder_job(job_id, queue, now=now)
         except (SystemExit, KeyboardInterrupt):
-            outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
-            job = job or self._placeholder_job(job_id, queue, now=now)
-            self._finish(job, claim, outcome, claim_next=False, now=now)
+            if job_id in self._in_flight:  # (the hooks' path records the job itself)
+                outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+                job = job or self._placeholder_job(job_id, queue, now=now)
+                self._finish(job, claim, outcome, claim_next=False, now=now)
             raise
         finally:
             self._job_started_monotonic = None
+        assert outcome is not None
         # a warm shutdown requested while the job ran takes no next job
-        return self._finish(job, claim, outcome, claim_next and not self._stop_requested, now)
+        next_claim = self._finish(job, claim, outcome, claim_next and not self._stop_requested, now)
+        self._log_outcome(job, outcome)
+        return next_claim
 
     def _finish(
         self, job: Job, claim: engine.Claim, outcome: Outcome, claim_next: bool, now: datetime | None = None
@@ -105,11 +116,8 @@ class Finishing:
             self._in_flight.pop(job_id, None)
         if outcome.kind is OutcomeKind.SUCCESS:
             self.successful_job_count += 1
-            self.log.info('%s: Job OK (%s)', queue, job_id)
         else:
             self.failed_job_count += 1
-            if outcome.kind is OutcomeKind.FAILURE:
-                self.log.info('%s: Job failed (%s)', queue, job_id)
         self.total_working_time += working
         self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
         return next_claim
@@ -230,8 +238,18 @@ class Finishing:
         job.retries_left = job.repeats_left = None
         return job
 
+    # --- RQ's log lines (the success and failure ones are hooks.py's)
+
     def _log_start(self, job: Job, queue: str) -> None:
         if self.log_job_description:
-            self.log.info('%s: %s (%s)', queue, job.description, job.id)
+            self.log.info('Worker %s: %s: %s (%s)', self.name, queue, job.description, job.id)
         else:
-            self.log.info('%s: %s', queue, job.id)
+            self.log.info('Worker %s: %s: %s', self.name, queue, job.id)
+
+    def _log_outcome(self, job: Job, outcome: Outcome) -> None:
+        """After the fast path's record: RQ's success lines; a failure's error was logged where the job raised."""
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self._log_completed(job)
+            self._log_job_ok(job)
+        elif outcome.kind is OutcomeKind.POISON:
+            self.log.error('Worker %s: job %s: %s', self.name, job.id, outcome.exc_string.strip())

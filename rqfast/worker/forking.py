@@ -14,6 +14,7 @@ with the SpawnWorker; watching one horse is watching.py's.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import signal
@@ -30,6 +31,7 @@ from ..timeouts import JobTimeoutException
 from . import reports, watching
 from .base import BaseWorker
 from .finishing import clock
+from .hooks import perform_in_horse, replaced
 from .pool import Horse, HorsePool, kill_group
 
 __all__ = ['ForkingWorker', 'Horse', 'Worker']
@@ -62,6 +64,7 @@ class Worker(BaseWorker):
         self._pool = HorsePool(lambda: self.start_horse(), self.name)
         self._settings: horse.HorseSettings | None = None
         self._job_module = ''  # the module of the last job's function, by name
+        self._horse_reported = False  # whether the last horse reported its job (else it died, or was stopped)
 
     @property
     def horse_pid(self) -> int:
@@ -93,6 +96,18 @@ class Worker(BaseWorker):
             work_horse, deadline, self.horse_poll_interval, self._pool, self.kill_horse, self._forget_horse
         )
         return self._outcome(job, work_horse.pid, end, timeout, now)
+
+    def execute_job(self, job: Job, queue: Any) -> None:
+        """RQ's: the job runs in a horse (through perform_job there, if a subclass overrides a hook);
+        a horse that ends without reporting fails it here, through handle_job_failure, as in RQ."""
+        in_hand = self._in_hand_for(job, queue)
+        outcome = self.execute(job, in_hand.claim, in_hand.now)
+        if self._horse_reported:
+            self._record_outcome(job, queue, outcome)
+            if outcome.kind is OutcomeKind.SUCCESS:
+                self._log_job_ok(job)
+        else:
+            self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
 
     def _send_job(self, work_horse: Horse, claim: engine.Claim) -> None:
         message = pickle.dumps((claim.job_id, claim.raw, claim.started_at), protocol=pickle.HIGHEST_PROTOCOL)
@@ -128,8 +143,13 @@ class Worker(BaseWorker):
                 list(self._exc_handlers),
                 self.queue_class.DEFAULT_TIMEOUT,
                 stand_in=self._stand_in(),
+                perform=functools.partial(perform_in_horse, self) if self._hooks_in_horse() else None,
             )
         return self._settings
+
+    def _hooks_in_horse(self) -> bool:
+        """Whether the horse runs the job through the worker's perform_job (RQ's hooks that run in the horse)."""
+        return any(replaced(self, name) for name in ('perform_job', 'handle_job_success', 'handle_job_failure'))
 
     def _stand_in(self) -> dict[bytes, bytes] | None:
         """A warm-up job for the horses, when a spare CPU can run it while the current job runs.
@@ -147,9 +167,12 @@ class Worker(BaseWorker):
     # --- what it means
 
     def _outcome(self, job: Job, pid: int, end: reports.HorseEnd, timeout: int, now: datetime | None) -> Outcome:
+        self._horse_reported = end.report is not None
         if end.report is not None:
             report = horse.decode_report(end.report)
             self._job_module = report.module
+            if report.kind == OutcomeKind.FAILURE:
+                self._log_exception(job, report.exc_string)
             return reports.reported_outcome(job, report)
         job.ended_at = job.last_heartbeat = clock(now)()
         if self._stopped_job_id == job.id:

@@ -138,9 +138,14 @@ class SpawnWorker(Worker):
                     'that does not pickle): jobs will fail',
                     self.name,
                 )
+            # a new interpreter has no copy-on-write, nor the worker's perform_job & co. (neither has RQ's child)
             settings = dataclasses.replace(
-                self.horse_settings(), exception_handlers=self._picklable_handlers(), client=client, stand_in=None
-            )  # a new interpreter has no copy-on-write
+                self.horse_settings(),
+                exception_handlers=self._picklable_handlers(),
+                client=client,
+                stand_in=None,
+                perform=None,
+            )
             self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
         return self._pickled
 

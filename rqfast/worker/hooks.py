@@ -1,0 +1,276 @@
+"""RQ's extension points on the worker: execute_job, perform_job, handle_job_success, handle_job_failure.
+
+RQ applications subclass the worker and override these (to time jobs, close database connections,
+report to an error tracker...). rqfast's loop does not need them: process_claim executes a job and
+records it with one finish_job call that also claims the next job. So the loop goes through them
+only when a subclass, or a patch on the worker, replaces one (`uses_hooks`, looked at when the
+worker is made and when work() starts); then they are called where RQ calls them:
+
+- execute_job(job, queue), in the worker: the default runs the job (in process, or in a horse) and
+  records how it ended;
+- perform_job(job, queue), where the job runs (in a forking worker's horse): the default runs the
+  job, then calls handle_job_success or handle_job_failure;
+- handle_job_success / handle_job_failure: the default records the outcome (one finish_job call,
+  claiming nothing). In a horse they only hand the outcome to the worker, which records it when the
+  horse reports: a horse makes no Redis call of its own, in this path too.
+
+Called directly (as RQ's tests and some tools do, with a job no worker claimed), they run and record
+at once. With hooks, the next job is claimed by its own call: one more round trip per job.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .. import engine
+from ..execution import fail_job, run_exception_handlers, run_job
+from ..job import Job
+from ..outcome import Outcome, OutcomeKind
+from ..status import WorkerStatus
+from .finishing import clock
+
+HOOKS = ('execute_job', 'perform_job', 'handle_job_success', 'handle_job_failure')
+_RQFAST_WORKER = __name__.rpartition('.')[0]
+
+
+@dataclass
+class JobInHand:
+    """The job the hooks are running: its claim, the pinned time, and what ended it once recorded."""
+
+    claim: engine.Claim
+    now: datetime | None = None
+    ran: Outcome | None = None  # what perform_job's run ended with (handle_job_success records its value)
+    recorded: Outcome | None = None
+
+
+def replaced(worker: Any, name: str) -> bool:
+    """Whether `name` on this worker is not rqfast's own: a subclass's method, or a patch on the class or instance."""
+    if name in vars(worker):
+        return True
+    for klass in type(worker).__mro__:
+        found = vars(klass).get(name)
+        if found is not None:
+            return not str(getattr(found, '__module__', '')).startswith(_RQFAST_WORKER)
+    return False
+
+
+class JobHooks:
+    """RQ's extension points as the worker's methods (defaults: what the loop does without them)."""
+
+    connection: Any
+    name: str
+    log: logging.Logger
+    queues: list[Any]
+    queue_class: Any
+    death_penalty_class: Any
+    default_result_ttl: int
+    log_job_description: bool
+    log_result_lifespan = True
+    _exc_handlers: list[Callable[..., Any]]
+    _state: WorkerStatus
+    _in_flight: dict[str, engine.Claim]
+    _in_hand: JobInHand | None = None
+    _is_horse = False
+    uses_hooks = False
+    execute: Callable[..., Outcome]  # the worker class's
+    _claim: Callable[..., engine.Claim]  # BaseWorker's
+    _waiter_for: Callable[[], Any]  # BaseWorker's
+    _load_job: Callable[..., tuple[Job, Outcome | None]]  # Finishing's
+    _log_start: Callable[[Job, str], None]  # Finishing's
+    _finish: Callable[..., engine.Claim]  # Finishing's
+
+    def look_for_hooks(self) -> None:
+        self.uses_hooks = any(replaced(self, name) for name in HOOKS)
+
+    @property
+    def is_horse(self) -> bool:
+        return self._is_horse
+
+    # --- RQ's extension points
+
+    def execute_job(self, job: Job, queue: Any) -> None:
+        """Run the job and record how it ended (a forking worker runs it in a horse)."""
+        in_hand = self._in_hand_for(job, queue)
+        outcome = self.execute(job, in_hand.claim, in_hand.now)
+        self._record_outcome(job, queue, outcome)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self._log_job_ok(job)
+
+    def perform_job(self, job: Job, queue: Any) -> bool:
+        """Run the job in this process, then handle_job_success or handle_job_failure; True unless it failed."""
+        in_hand = self._in_hand_for(job, queue)
+        outcome = in_hand.ran = self._run(job, in_hand.now)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self.handle_job_success(job, queue, _started_registry(queue))
+            if not self._is_horse:
+                self._log_job_ok(job)
+            return True
+        if outcome.kind is OutcomeKind.FAILURE:
+            if not self._is_horse:
+                self._log_exception(job, outcome.exc_string)
+            self.handle_job_failure(job, queue, _started_registry(queue), exc_string=outcome.exc_string)
+            return False
+        self._record_outcome(job, queue, outcome)  # a returned Retry (RQ's handle_job_retry)
+        return True
+
+    def handle_job_success(self, job: Job, queue: Any, started_job_registry: Any = None) -> None:
+        """Record the job as finished (its result, dependents, counters), or hand it to the worker from a horse."""
+        ran = self._in_hand.ran if self._in_hand is not None else None
+        value = ran.value if ran is not None and ran.kind is OutcomeKind.SUCCESS else None
+        self._record_outcome(job, queue, Outcome(OutcomeKind.SUCCESS, value))
+
+    def handle_job_failure(self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = '') -> None:
+        """Record the job as failed (retried while it has retries left), or hand it to the worker from a horse."""
+        self._record_outcome(job, queue, Outcome(OutcomeKind.FAILURE, exc_string=exc_string))
+
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        """Log the job's exception and walk the exception handlers (rqfast's run does both itself)."""
+        self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
+        run_exception_handlers(job, exc_info, self._exc_handlers)
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """Claim one job, waiting up to `timeout` seconds (None: not at all): (job, queue), or None.
+
+        RQ's step-by-step API: perform_job or execute_job then records the claimed job's execution.
+        """
+        deadline = time.monotonic() + min(timeout, max_idle_time or timeout) if timeout else None
+        moved = None
+        while True:
+            claim = self._claim(moved)
+            if claim:
+                break
+            left = deadline - time.monotonic() if deadline is not None else 0
+            if left <= 0:
+                return None
+            moved = self._waiter_for().wait(max(1, int(left + 0.999)))
+        self._in_flight[claim.job_id or ''] = claim
+        job, poison = self._load_job(claim)
+        if poison is not None:
+            self._finish(job, claim, poison, False)
+            return None
+        self._log_start(job, claim.queue or '')
+        self._in_hand = JobInHand(claim)
+        return job, self._queue_named(claim.queue or job.origin)
+
+    # --- how they run
+
+    def _run(self, job: Job, now: datetime | None) -> Outcome:
+        timeout = self.queue_class.DEFAULT_TIMEOUT
+        try:
+            return run_job(job, self.death_penalty_class, self._exc_handlers, default_timeout=timeout, clock=clock(now))
+        except (SystemExit, KeyboardInterrupt):  # the job exited: a failure, as in RQ
+            return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers, clock(now))
+
+    def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
+        """The claim being run; for a job called in directly, one of its own (no execution to end)."""
+        if self._in_hand is None or self._in_hand.claim.job_id != job.id:
+            name = getattr(queue, 'name', None) or job.origin
+            self._in_hand = JobInHand(engine.Claim(job.id, name, started_at=job.started_at or clock(None)()))
+        return self._in_hand
+
+    def _record_outcome(self, job: Job, queue: Any, outcome: Outcome) -> None:
+        in_hand = self._in_hand_for(job, queue)
+        in_hand.recorded = outcome
+        if self._is_horse:
+            return  # the worker records what the horse reports
+        self._finish(job, in_hand.claim, outcome, False, in_hand.now)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self._log_completed(job)
+
+    def process_through_hooks(self, job: Job, claim: engine.Claim, now: datetime | None) -> engine.Claim:
+        """The loop's step for a worker with hooks: execute_job, then claim the next job by itself.
+
+        A job execute_job did not record (an override that does not call RQ's default) is left as
+        the override left it, started, until maintenance finds it abandoned.
+        """
+        in_hand = self._in_hand = JobInHand(claim, now)
+        try:
+            self.execute_job(job, self._queue_named(claim.queue or job.origin))
+        except BaseException:
+            if in_hand.recorded is None:
+                self._finish(job, claim, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()), False, now)
+            elif isinstance(sys.exc_info()[1], Exception):
+                self.log.exception('Worker %s: error after job %s was recorded', self.name, job.id)
+            if not isinstance(sys.exc_info()[1], Exception):
+                raise
+        finally:
+            self._in_hand = None
+            if self._in_flight.pop(job.id, None) is not None:  # not recorded: no longer this worker's to keep alive
+                self._state = WorkerStatus.IDLE
+        return engine.Claim()
+
+    def _queue_named(self, name: str) -> Any:
+        for queue in self.queues:
+            if queue.name == name:
+                return queue
+        return self.queue_class(name, connection=self.connection)
+
+    # --- RQ's log lines
+
+    def _log_completed(self, job: Job) -> None:
+        taken = job.ended_at - job.started_at if job.ended_at and job.started_at else None
+        if self.log_job_description:
+            self.log.info('Successfully completed %s job in %ss on worker %s', job.description, taken, self.name)
+        else:
+            self.log.info('Successfully completed job %s in %ss on worker %s', job.id, taken, self.name)
+
+    def _log_job_ok(self, job: Job) -> None:
+        self.log.info('Worker %s: %s: %s (%s)', self.name, job.origin, 'Job OK', job.id)
+        if self.log_result_lifespan:
+            result_ttl = job.get_result_ttl(self.default_result_ttl)
+            if result_ttl == 0:
+                self.log.info('Worker %s: job %s result discarded immediately', self.name, job.id)
+            elif result_ttl > 0:
+                self.log.info('Worker %s: job %s result is kept for %s seconds', self.name, job.id, result_ttl)
+            else:
+                self.log.info(
+                    'Worker %s: job %s result will never expire, clean up result key manually', self.name, job.id
+                )
+
+    def _log_exception(self, job: Job, exc_string: str) -> None:
+        try:
+            func_name = job.func_name
+            extra = {'func': func_name, 'arguments': job.args, 'kwargs': job.kwargs}
+        except Exception:  # a job whose data cannot be read
+            func_name, extra = '<DeserializationError>', {}
+        extra.update({'queue': job.origin, 'job_id': job.id})
+        self.log.error(
+            'Worker %s: job %s: exception raised while executing (%s)\n%s',
+            self.name,
+            job.id,
+            func_name,
+            exc_string,
+            extra=extra,
+        )
+
+
+def _started_registry(queue: Any) -> Any:
+    try:
+        return queue.started_job_registry
+    except Exception:  # a stand-in queue (None, a foreign object): RQ's default ignores it too
+        return None
+
+
+def perform_in_horse(worker: JobHooks, job: Job) -> Outcome:
+    """A forking worker's horse with hooks: the worker's perform_job runs the job, as in RQ's horse.
+
+    What handle_job_success/failure recorded is the horse's report; perform_job that records
+    nothing fails the job (it would otherwise stay started until maintenance found it).
+    """
+    worker._is_horse = True
+    in_hand = worker._in_hand = JobInHand(engine.Claim(job.id, job.origin, started_at=job.started_at))
+    try:
+        worker.perform_job(job, worker._queue_named(job.origin))
+    except BaseException:
+        return in_hand.recorded or Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+    if in_hand.recorded is None:
+        reason = f'rqfast: {type(worker).__name__}.perform_job() returned without recording how job {job.id} ended\n'
+        return Outcome(OutcomeKind.FAILURE, exc_string=reason)
+    return in_hand.recorded
