@@ -11,7 +11,7 @@ import contextvars
 import inspect
 import warnings
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from . import keys, scripts
@@ -23,6 +23,7 @@ from .jobspec import JOB_ID_PATTERN, Callback, Dependency, JobSpec, Retry, call_
 from .results import Result
 from .status import JobStatus
 from .text import as_text
+from .timeouts import JobTimeoutException
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -127,8 +128,55 @@ class Job(JobSpec):
         return [as_text(m) for m in self.connection.smembers(self.dependents_key)]
 
     def fetch_dependencies(self, watch: bool = False, pipeline: Any = None) -> list[Job]:
+        """The dependencies that still exist; with watch, their hashes are WATCHed on `pipeline` first."""
+        if watch and pipeline is not None and self._dependency_ids:
+            pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
         jobs = self.fetch_many(self._dependency_ids, connection=self.connection, serializer=self.serializer)
         return [job for job in jobs if job]
+
+    def register_dependency(self, pipeline: Any = None) -> None:
+        """Into the deferred registry of its queue and its dependencies' dependents sets (one script call)."""
+        moment = epoch_seconds(now())
+        scripts.register_dependency(self.connection, self.id, self.origin, moment, self._dependency_ids, pipeline)
+
+    def dependencies_are_met(
+        self,
+        parent_job: Job | None = None,
+        pipeline: Any = None,
+        exclude_job_id: str | None = None,
+        refresh_job_status: bool = True,
+    ) -> bool:
+        """Whether every dependency in Redis is finished (or failed, with allow_dependency_failures) or gone.
+
+        `parent_job` is checked by its status (refreshed with refresh_job_status) and must not be
+        canceled or stopped; with a `pipeline`, the dependencies' hashes are WATCHed on it, as in RQ.
+        """
+        reader: Any = self.connection
+        if pipeline is not None:
+            if self._dependency_ids:
+                pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
+            reader = pipeline
+        dependency_ids = {as_text(m) for m in reader.smembers(self.dependencies_key)}
+        if exclude_job_id:
+            dependency_ids.discard(exclude_job_id)
+            if parent_job is not None and parent_job.id == exclude_job_id:
+                parent_job = None
+        if parent_job is not None:
+            dependency_ids.discard(parent_job.id)
+            parent_status = parent_job.get_status(refresh=refresh_job_status)
+            if parent_status in (JobStatus.CANCELED, JobStatus.STOPPED):
+                return False
+            if parent_status == JobStatus.FAILED and not self.allow_dependency_failures:
+                return False
+        allowed = {JobStatus.FINISHED.value}
+        if self.allow_dependency_failures:
+            allowed.add(JobStatus.FAILED.value)
+        ordered = sorted(dependency_ids)
+        with self.connection.pipeline(transaction=False) as pipe:
+            for job_id in ordered:
+                pipe.hget(self.key_for(job_id), 'status')
+            statuses = pipe.execute() if ordered else []
+        return all(as_text(status) in allowed for status in statuses if status)
 
     # --- reading and writing
 
@@ -210,6 +258,13 @@ class Job(JobSpec):
         store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
         return self
 
+    def cleanup(self, ttl: int | None = None, pipeline: Any = None, remove_from_queue: bool = True) -> None:
+        """RQ's: ttl 0 deletes the job, a positive ttl expires its hash and dependency sets, else nothing."""
+        if ttl == 0:
+            self.delete(pipeline=pipeline, remove_from_queue=remove_from_queue)
+        elif ttl is not None and ttl > 0:
+            scripts.expire_job(self.connection, self.id, ttl, pipeline)
+
     def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
         scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents)
@@ -262,6 +317,49 @@ class Job(JobSpec):
         finally:
             _current_job.reset(token)
         return self._result
+
+    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
+        """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
+
+        rqfast's workers start a job in their claim script instead; this is for code that runs jobs itself.
+        """
+        self.worker_name = worker_name
+        self.last_heartbeat = self.started_at = now()
+        self._status = JobStatus.STARTED
+        fields = {
+            'last_heartbeat': utcformat(self.last_heartbeat),
+            'status': self._status.value,
+            'started_at': utcformat(self.started_at),
+            'worker_name': worker_name,
+        }
+        pipeline.hset(self.key, mapping=fields)
+
+    def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
+        if self.success_callback:
+            with death_penalty_class(self.success_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.success_callback(self, self.connection, result)
+
+    def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
+        if self.failure_callback:
+            with death_penalty_class(self.failure_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.failure_callback(self, self.connection, *exc_info)
+
+    def execute_stopped_callback(self, death_penalty_class: Any) -> None:
+        if self.stopped_callback is not None:
+            with death_penalty_class(self.stopped_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.stopped_callback(self, self.connection)
+
+    def retry(self, queue: Any, pipeline: Any) -> None:
+        """RQ's: one retry used up, then back onto `queue` now, or scheduled after the retry interval."""
+        if not self.retries_left:
+            raise InvalidJobOperation(f'Job {self.id} has no retries left')
+        interval = self.get_retry_interval()
+        self.retries_left -= 1
+        if interval:
+            self._status = JobStatus.SCHEDULED
+            queue.schedule_job(self, now() + timedelta(seconds=interval), pipeline=pipeline)
+        else:
+            queue.enqueue_job(self, pipeline=pipeline, at_front=bool(self.enqueue_at_front_on_retry))
 
     def _execute(self) -> Any:
         result = self.func(*self.args, **self.kwargs)

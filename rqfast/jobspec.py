@@ -284,6 +284,10 @@ class JobSpec(JobRecord):
         """The return value in memory, saved with the hash as RQ's deprecated `result` field."""
         self._result = value
 
+    def set_local_exc_info(self, exc_string: str | None) -> None:
+        """The exception text in memory, saved with the hash as its `exc_info` field."""
+        self._exc_info = exc_string
+
     @property
     def depends_on_ids(self) -> list[str]:
         """The ids the job was created to wait for (its `dependency_ids` field); dependency_ids asks Redis."""
