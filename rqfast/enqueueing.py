@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
-from .jobhash import job_fields
+from .scripts import enqueue_record
 from .status import JobStatus
 
 if TYPE_CHECKING:
@@ -20,36 +20,7 @@ if TYPE_CHECKING:
 
     from .jobspec import JobSpec
 
-
-def enqueue_record(
-    job: JobSpec,
-    mode: str,
-    at_front: bool = False,
-    unique: bool = False,
-    score: int | str = '',
-    allow_failure: bool = False,
-) -> list[Any]:
-    """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and enqueued_at itself."""
-    fields = job_fields(job)
-    fields.pop('status', None)
-    fields.pop('enqueued_at', None)
-    dependency_ids = job.depends_on_ids
-    record: list[Any] = [
-        job.id,
-        mode,
-        int(bool(at_front)),
-        int(unique),
-        job.ttl or '',
-        score,
-        int(allow_failure),
-        len(dependency_ids),
-        *dependency_ids,
-        len(fields),
-    ]
-    for name, value in fields.items():
-        record.extend((name, value))
-    return record
+__all__ = ['enqueue_record', 'store_jobs']  # enqueue_record: the record layout is the script wrapper's
 
 
 def store_jobs(connection: Redis, queue: str, jobs: Sequence[JobSpec], records: list[list[Any]]) -> None:

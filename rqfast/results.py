@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # a spawned horse imports this module but not redis-py
 
 
 def get_key(job_id: str) -> str:
-    """RQ's module-level name for a job's results stream key."""
+    """`rq:results:<job id>`: the stream of a job's results (RQ's rq.results.get_key)."""
     return keys.results_key(job_id)
 
 
