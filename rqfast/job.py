@@ -7,8 +7,6 @@ this module adds what reads and writes Redis. The writes that change a job's sta
 
 from __future__ import annotations
 
-import contextvars
-import inspect
 import warnings
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -20,12 +18,12 @@ from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .enqueueing import enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .jobhash import job_fields, restore_job
+from .jobrun import JobRun, running_job
 from .jobspec import (
     JOB_ID_PATTERN,
     UNEVALUATED,
     Callback,
     Dependency,
-    JobSpec,
     Retry,
     call_string,
     parse_job_id,
@@ -34,7 +32,6 @@ from .jobspec import (
 from .results import Result
 from .status import JobStatus
 from .text import as_text
-from .timeouts import JobTimeoutException
 from .types import JobDependencyType
 
 if TYPE_CHECKING:
@@ -61,12 +58,10 @@ __all__ = [
     'validate_job_id',
 ]
 
-_current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar('rqfast_current_job', default=None)
-
 
 def get_current_job(connection: Redis | None = None, job_class: Any = None) -> Job | None:
     """The job running in this context (thread or task), or None outside a job."""
-    return _current_job.get()
+    return cast('Job | None', running_job())
 
 
 def cancel_job(job_id: str, connection: Redis, serializer: Any = None, enqueue_dependents: bool = False) -> None:
@@ -77,7 +72,7 @@ def requeue_job(job_id: str, connection: Redis, serializer: Any = None) -> Job:
     return Job.fetch(job_id, connection=connection, serializer=serializer).requeue()
 
 
-class Job(JobSpec):
+class Job(JobRun):
     """A job's fields in memory; fetch() reads them, the queue and worker scripts write them."""
 
     redis_job_namespace_prefix = keys.JOB_PREFIX
@@ -323,47 +318,7 @@ class Job(JobSpec):
             return latest.exc_string
         return self._exc_info
 
-    # --- running
-
-    def perform(self) -> Any:
-        """Run the function with this job as the current job; await it if it is a coroutine."""
-        token = _current_job.set(self)
-        try:
-            self._result = self._execute()
-        finally:
-            _current_job.reset(token)
-        return self._result
-
-    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
-        """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
-
-        rqfast's workers start a job in their claim script instead; this is for code that runs jobs itself.
-        """
-        self.worker_name = worker_name
-        self.last_heartbeat = self.started_at = now()
-        self._status = JobStatus.STARTED
-        fields = {
-            'last_heartbeat': utcformat(self.last_heartbeat),
-            'status': self._status.value,
-            'started_at': utcformat(self.started_at),
-            'worker_name': worker_name,
-        }
-        pipeline.hset(self.key, mapping=fields)
-
-    def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
-        if self.success_callback:
-            with death_penalty_class(self.success_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.success_callback(self, self.connection, result)
-
-    def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
-        if self.failure_callback:
-            with death_penalty_class(self.failure_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.failure_callback(self, self.connection, *exc_info)
-
-    def execute_stopped_callback(self, death_penalty_class: Any) -> None:
-        if self.stopped_callback is not None:
-            with death_penalty_class(self.stopped_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.stopped_callback(self, self.connection)
+    # --- running again
 
     def retry(self, queue: Any, pipeline: Any) -> None:
         """RQ's: one retry used up, then back onto `queue` now, or scheduled after the retry interval."""
@@ -376,14 +331,6 @@ class Job(JobSpec):
             queue.schedule_job(self, now() + timedelta(seconds=interval), pipeline=pipeline)
         else:
             queue.enqueue_job(self, pipeline=pipeline, at_front=bool(self.enqueue_at_front_on_retry))
-
-    def _execute(self) -> Any:
-        result = self.func(*self.args, **self.kwargs)
-        if inspect.isawaitable(result):
-            import asyncio  # here: a horse that runs no coroutine need not import asyncio
-
-            result = asyncio.run(_await(result))
-        return result
 
     # --- registries
 
@@ -415,7 +362,3 @@ class Job(JobSpec):
     def get_executions(self) -> list[Any]:
         """The job's live executions (rqfast.executions.Execution), as the claim script recorded them."""
         return self.execution_registry.get_executions()  # type: ignore[no-any-return]
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
