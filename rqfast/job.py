@@ -93,9 +93,10 @@ class Job(JobRun):
             self._status = JobStatus(status.decode() if isinstance(status, bytes) else status)
         return self._status
 
-    def set_status(self, status: JobStatus, pipeline: Any = None) -> None:
-        self._status = status
-        (pipeline if pipeline is not None else self.connection).hset(self.key, 'status', status.value)
+    def set_status(self, status: JobStatus | str, pipeline: Any = None) -> None:
+        """Write the status (a JobStatus or its value, as RQ takes) to the hash."""
+        self._status = JobStatus(status)
+        (pipeline if pipeline is not None else self.connection).hset(self.key, 'status', self._status.value)
 
     def get_meta(self, refresh: bool = True) -> dict[str, Any]:
         if refresh:

@@ -259,7 +259,7 @@ class BaseQueue:
 
         From one queue the id is parked in its intermediate list (where a worker's claim takes it from,
         and maintenance puts it back from), from several it is popped, as in RQ. The job is not marked
-        started. An id without a job is dropped and the next one taken. `timeout`: see lpop.
+        started. An id without a job is passed over and the next one taken. `timeout`: see lpop.
         """
         job_cls = _job_class(job_class) or cls.job_class
         queue_keys = [queue.key for queue in queues]
@@ -280,9 +280,7 @@ class BaseQueue:
             )
             try:
                 job = job_cls.fetch(job_id, connection=connection, serializer=serializer)
-            except NoSuchJobError:
-                if len(queue_keys) == 1:
-                    connection.lrem(queue.intermediate_queue_key, 1, job_id)
+            except NoSuchJobError:  # from one queue its id stays in the intermediate list, as in RQ
                 continue
             except Exception as exc:
                 exc.job_id = job_id  # type: ignore[attr-defined]  # RQ's error report reads these

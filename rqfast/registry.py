@@ -249,11 +249,10 @@ class StartedJobRegistry(BaseRegistry):
         (pipeline if pipeline is not None else self.connection).zrem(self.key, execution.composite_key)
 
     def remove_executions(self, job: Job, pipeline: Any = None) -> None:
-        """Every execution of `job` out of this registry (its ids are read from rq:executions:<id>)."""
-        execution_ids = [as_text(x) for x in self.connection.zrange(keys.executions_key(job.id), 0, -1)]
-        if execution_ids:
-            target = pipeline if pipeline is not None else self.connection
-            target.zrem(self.key, *[f'{job.id}:{x}' for x in execution_ids])
+        """Every live execution of `job` (job.get_executions()) out of this registry, as RQ's."""
+        members = [execution.composite_key for execution in job.get_executions()]
+        if members:
+            (pipeline if pipeline is not None else self.connection).zrem(self.key, *members)
 
     def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
         raise NotImplementedError('the worker removes executions from the started registry')

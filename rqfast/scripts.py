@@ -83,12 +83,13 @@ def enqueue_record(
     allow_failure: bool = False,
 ) -> list[Any]:
     """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and enqueued_at itself."""
+    and, unless it schedules the job, enqueued_at itself."""
     from .jobhash import job_fields
 
     fields = job_fields(job)
     fields.pop('status', None)
-    fields.pop('enqueued_at', None)
+    if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
+        fields.pop('enqueued_at', None)
     dependency_ids = job.depends_on_ids
     record: list[Any] = [
         job.id,
