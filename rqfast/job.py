@@ -225,8 +225,8 @@ class Job(JobRun):
             raise NoSuchJobError(f'No such job: {self.key}')
         self.restore(raw)  # type: ignore[arg-type]
 
-    def restore(self, raw: dict[bytes, bytes]) -> None:
-        restore_job(self, raw)
+    def restore(self, raw_data: dict[bytes, bytes]) -> None:
+        restore_job(self, raw_data)
 
     def to_dict(self, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
         return job_fields(self, include_meta=include_meta, include_result=include_result)

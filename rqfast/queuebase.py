@@ -14,6 +14,7 @@ from . import keys, registry, scripts
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL
 from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
+from .intermediate_queue import IntermediateQueue
 from .job import Job
 from .serializers import resolve_serializer
 from .text import as_text
@@ -129,6 +130,11 @@ class BaseQueue:
     @property
     def intermediate_queue_key(self) -> str:
         return keys.intermediate_queue_key(self.name)
+
+    @property
+    def intermediate_queue(self) -> IntermediateQueue:
+        """RQ's view of the list where a worker's blocking claim (or dequeue_any) parks an id."""
+        return IntermediateQueue(self.key, connection=self.connection)
 
     @property
     def registry_cleaning_key(self) -> str:

@@ -391,3 +391,13 @@ def test_worker_count_all_and_refresh_answer_as_rqs(redis_conn: redis.Redis) -> 
         answers[name] = scenario(implementation(name), redis_conn)[1]
     redis_conn.flushdb()
     assert answers[REFERENCE] == answers[UNDER_TEST]
+
+
+def test_intermediate_queue_of_a_queue_is_rqs_view(redis_conn: redis.Redis) -> None:
+    def scenario(impl: Any, conn: redis.Redis) -> tuple[list[Any], Any]:
+        q = impl.Queue('q', connection=conn)
+        job = q.enqueue(jobs.add, 1, 2)
+        impl.Queue.dequeue_any([q], timeout=None, connection=conn)
+        return [job], (q.intermediate_queue.key, q.intermediate_queue.get_job_ids() == [job.id])
+
+    run_both(redis_conn, scenario)
