@@ -586,3 +586,19 @@ def test_enqueue_argument_syntax_is_rqs(tmp_path: Any) -> None:
         assert ours(argument, i) == theirs(argument, i)
     assert parse_schedule(None, '2000-01-23T23:45:01') == datetime(2000, 1, 23, 23, 45, 1)
     assert parse_schedule(None, None) is None
+
+
+@pytest.mark.parametrize('timeout', [None, 1, -1, 500])
+def test_worker_prepare_execution_records_what_rqs_worker_records(redis_conn: redis.Redis, timeout: Any) -> None:
+    job = rqfast.Queue('surface', connection=redis_conn).enqueue(jobs.add, 1, 2, job_timeout=timeout)
+    ours = rqfast.Worker(['surface'], name='ours', connection=redis_conn)
+    theirs = rq.Worker(['surface'], name='theirs', connection=redis_conn)
+    rq_job = rq.job.Job.fetch(job.id, connection=redis_conn)
+    assert ours.get_heartbeat_ttl(job) == theirs.get_heartbeat_ttl(rq_job)
+    execution = ours.prepare_execution(job)
+    assert ours.execution is execution and redis_conn.hget(ours.key, 'state') == b'busy'
+    rq_execution = theirs.prepare_execution(rq_job)
+    assert redis_conn.ttl(execution.key) == redis_conn.ttl(rq_execution.key)
+    scores = {m.decode().split(':')[1]: s for m, s in redis_conn.zrange('rq:wip:surface', 0, -1, withscores=True)}
+    assert abs(scores[execution.id] - scores[rq_execution.id]) <= 1
+    assert {e.id for e in job.get_executions()} == {execution.id, rq_execution.id}
