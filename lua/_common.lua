@@ -69,12 +69,15 @@ end
 
 -- True when a dependent may run now that `parent_id` ended with `parent_status`: the parent is
 -- not canceled or stopped, failed only with allow_dependency_failures, and every other dependency
--- is finished (or failed, when allowed) or gone. RQ's Job.dependencies_are_met.
-local function dependencies_met(dependent_id, allow_failure, parent_id, parent_status)
-  if parent_status == 'canceled' or parent_status == 'stopped' then return false end
-  if parent_status == 'failed' and not allow_failure then return false end
+-- is finished (or failed, when allowed) or gone. `exclude` (or nil) is left out of every check,
+-- the parent too when it is the one excluded. RQ's Job.dependencies_are_met.
+local function dependencies_met(dependent_id, allow_failure, parent_id, parent_status, exclude)
+  if parent_id ~= exclude then
+    if parent_status == 'canceled' or parent_status == 'stopped' then return false end
+    if parent_status == 'failed' and not allow_failure then return false end
+  end
   for _, dep_id in ipairs(redis.call('SMEMBERS', K.dependencies(dependent_id))) do
-    if dep_id ~= parent_id then
+    if dep_id ~= parent_id and dep_id ~= exclude then
       local status = redis.call('HGET', K.job(dep_id), 'status')
       if status and status ~= 'finished' and not (allow_failure and status == 'failed') then
         return false
@@ -86,8 +89,9 @@ end
 
 -- Enqueues the deferred dependents of `parent_id` whose dependencies are now met (RQ's
 -- Queue.enqueue_dependents): out of the deferred registry, status queued, pushed onto their own
--- queue (at the front with enqueue_at_front). Returns how many were enqueued.
-local function release_dependents(parent_id, parent_status, now_text)
+-- queue (at the front with enqueue_at_front). `exclude` (or nil): see dependencies_met.
+-- Returns how many were enqueued.
+local function release_dependents(parent_id, parent_status, now_text, exclude)
   local dependents_key = K.dependents(parent_id)
   local dependent_ids = redis.call('SMEMBERS', dependents_key)
   if #dependent_ids == 0 then return 0 end
@@ -97,7 +101,7 @@ local function release_dependents(parent_id, parent_status, now_text)
     local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
       'enqueue_at_front', 'ttl')
     local allow_failure = fields[4] == '1'
-    if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status) then
+    if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
       local origin = fields[3] or ''
       redis.call('ZREM', K.deferred(origin), dep_id)
       redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)

@@ -16,7 +16,8 @@
 --                  existing dependency is finished (or failed with allow_failure)
 --         "store"  save as queued without pushing (a sync job about to run in-process)
 --         "schedule" save as scheduled and ZADD the scheduled registry at `score`
---   The fields are the job hash without status and enqueued_at, which this script sets.
+--   The fields are the job hash without status, and but for "schedule" without enqueued_at, which
+--   this script sets.
 -- Returns: one status per job: "queued", "deferred", "scheduled", "stored", "duplicate" or
 --   "not_failed" (a requeue of a job that is not in the failed registry; nothing written)
 --   ("duplicate": unique was asked and the job hash exists; nothing was written for it).

@@ -7,16 +7,20 @@
 -- ARGV[1] prefix, ARGV[2] scheduler name (the lock value), ARGV[3] lock and hash TTL (s),
 -- ARGV[4] now as UTC text (enqueued_at), ARGV[5] now as integer epoch (due up to this score),
 -- ARGV[6] at most this many jobs per queue, ARGV[7] "1" to acquire free locks (else only locks
--- already held count), ARGV[8] "1" to move due jobs, ARGV[9] "1" to release the locks held and
--- delete the scheduler hash at the end (a burst run, or stop), else the hash is written,
--- ARGV[10] n hash fields, then field, value, ...; then n queues, queue names...
+-- already held count), ARGV[8] "1" to move due jobs, ARGV[9] "1" to release the locks held at the
+-- end (RQ's release_locks), "2" to release them and delete the scheduler hash (stop), "0" not to,
+-- ARGV[10] n hash fields (written with the TTL unless releasing; none: the hash is not written),
+-- then field, value, ...; then n queues, queue names...
+-- Called for a whole tick, and for each of RQ's steps alone (acquire_locks, heartbeat, save,
+-- enqueue_scheduled_jobs, release_locks, stop: rqfast/scheduler.py).
 -- Returns: per queue, flat: lock state (1 acquired now, 2 held already, 0 held by another
 --   scheduler or free and not taken), number of jobs moved.
 
 local r = argv_reader(2)
 local name, ttl, now_text, now_int = r.next(), r.next(), r.next(), r.next()
 local limit = tonumber(r.next())
-local acquire, move, release = r.next() == '1', r.next() == '1', r.next() == '1'
+local acquire, move = r.next() == '1', r.next() == '1'
+local release = r.next()
 local fields = r.list(2)
 local queues = r.list()
 
@@ -63,14 +67,14 @@ for _, q in ipairs(queues) do
   local state = take_lock(q)
   local moved = 0
   if state > 0 and move then moved = move_due(q) end
-  if state > 0 and release then redis.call('DEL', lock_key(q)) end
+  if state > 0 and release ~= '0' then redis.call('DEL', lock_key(q)) end
   out[#out + 1] = state
   out[#out + 1] = moved
 end
 
-if release then
+if release == '2' then
   redis.call('DEL', scheduler_key)
-elseif #fields > 0 then
+elseif release == '0' and #fields > 0 then
   redis.call('HSET', scheduler_key, unpack(fields))
   redis.call('EXPIRE', scheduler_key, ttl)
 end

@@ -7,11 +7,9 @@ this module adds what reads and writes Redis. The writes that change a job's sta
 
 from __future__ import annotations
 
-import contextvars
-import inspect
 import warnings
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from . import keys, scripts
@@ -20,12 +18,12 @@ from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .enqueueing import enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .jobhash import job_fields, restore_job
+from .jobrun import JobRun, running_job
 from .jobspec import (
     JOB_ID_PATTERN,
     UNEVALUATED,
     Callback,
     Dependency,
-    JobSpec,
     Retry,
     call_string,
     parse_job_id,
@@ -61,12 +59,10 @@ __all__ = [
     'validate_job_id',
 ]
 
-_current_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar('rqfast_current_job', default=None)
-
 
 def get_current_job(connection: Redis | None = None, job_class: Any = None) -> Job | None:
     """The job running in this context (thread or task), or None outside a job."""
-    return _current_job.get()
+    return cast('Job | None', running_job())
 
 
 def cancel_job(job_id: str, connection: Redis, serializer: Any = None, enqueue_dependents: bool = False) -> None:
@@ -77,7 +73,7 @@ def requeue_job(job_id: str, connection: Redis, serializer: Any = None) -> Job:
     return Job.fetch(job_id, connection=connection, serializer=serializer).requeue()
 
 
-class Job(JobSpec):
+class Job(JobRun):
     """A job's fields in memory; fetch() reads them, the queue and worker scripts write them."""
 
     redis_job_namespace_prefix = keys.JOB_PREFIX
@@ -98,9 +94,10 @@ class Job(JobSpec):
             self._status = JobStatus(status.decode() if isinstance(status, bytes) else status)
         return self._status
 
-    def set_status(self, status: JobStatus, pipeline: Any = None) -> None:
-        self._status = status
-        (pipeline if pipeline is not None else self.connection).hset(self.key, 'status', status.value)
+    def set_status(self, status: JobStatus | str, pipeline: Any = None) -> None:
+        """Write the status (a JobStatus or its value, as RQ takes) to the hash."""
+        self._status = JobStatus(status)
+        (pipeline if pipeline is not None else self.connection).hset(self.key, 'status', self._status.value)
 
     def get_meta(self, refresh: bool = True) -> dict[str, Any]:
         if refresh:
@@ -144,8 +141,55 @@ class Job(JobSpec):
         return [as_text(m) for m in self.connection.smembers(self.dependents_key)]
 
     def fetch_dependencies(self, watch: bool = False, pipeline: Any = None) -> list[Job]:
+        """The dependencies that still exist; with watch, their hashes are WATCHed on `pipeline` first."""
+        if watch and pipeline is not None and self._dependency_ids:
+            pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
         jobs = self.fetch_many(self._dependency_ids, connection=self.connection, serializer=self.serializer)
         return [job for job in jobs if job]
+
+    def register_dependency(self, pipeline: Any = None) -> None:
+        """Into the deferred registry of its queue and its dependencies' dependents sets (one script call)."""
+        moment = epoch_seconds(now())
+        scripts.register_dependency(self.connection, self.id, self.origin, moment, self._dependency_ids, pipeline)
+
+    def dependencies_are_met(
+        self,
+        parent_job: Job | None = None,
+        pipeline: Any = None,
+        exclude_job_id: str | None = None,
+        refresh_job_status: bool = True,
+    ) -> bool:
+        """Whether every dependency in Redis is finished (or failed, with allow_dependency_failures) or gone.
+
+        `parent_job` is checked by its status (refreshed with refresh_job_status) and must not be
+        canceled or stopped; with a `pipeline`, the dependencies' hashes are WATCHed on it, as in RQ.
+        """
+        reader: Any = self.connection
+        if pipeline is not None:
+            if self._dependency_ids:
+                pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
+            reader = pipeline
+        dependency_ids = {as_text(m) for m in reader.smembers(self.dependencies_key)}
+        if exclude_job_id:
+            dependency_ids.discard(exclude_job_id)
+            if parent_job is not None and parent_job.id == exclude_job_id:
+                parent_job = None
+        if parent_job is not None:
+            dependency_ids.discard(parent_job.id)
+            parent_status = parent_job.get_status(refresh=refresh_job_status)
+            if parent_status in (JobStatus.CANCELED, JobStatus.STOPPED):
+                return False
+            if parent_status == JobStatus.FAILED and not self.allow_dependency_failures:
+                return False
+        allowed = {JobStatus.FINISHED.value}
+        if self.allow_dependency_failures:
+            allowed.add(JobStatus.FAILED.value)
+        ordered = sorted(dependency_ids)
+        with self.connection.pipeline(transaction=False) as pipe:
+            for job_id in ordered:
+                pipe.hget(self.key_for(job_id), 'status')
+            statuses = pipe.execute() if ordered else []
+        return all(as_text(status) in allowed for status in statuses if status)
 
     # --- reading and writing
 
@@ -181,8 +225,8 @@ class Job(JobSpec):
             raise NoSuchJobError(f'No such job: {self.key}')
         self.restore(raw)  # type: ignore[arg-type]
 
-    def restore(self, raw: dict[bytes, bytes]) -> None:
-        restore_job(self, raw)
+    def restore(self, raw_data: dict[bytes, bytes]) -> None:
+        restore_job(self, raw_data)
 
     def to_dict(self, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
         return job_fields(self, include_meta=include_meta, include_result=include_result)
@@ -227,6 +271,13 @@ class Job(JobSpec):
         store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
         return self
 
+    def cleanup(self, ttl: int | None = None, pipeline: Any = None, remove_from_queue: bool = True) -> None:
+        """RQ's: ttl 0 deletes the job, a positive ttl expires its hash and dependency sets, else nothing."""
+        if ttl == 0:
+            self.delete(pipeline=pipeline, remove_from_queue=remove_from_queue)
+        elif ttl is not None and ttl > 0:
+            scripts.expire_job(self.connection, self.id, ttl, pipeline)
+
     def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
         scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents)
@@ -269,24 +320,19 @@ class Job(JobSpec):
             return latest.exc_string
         return self._exc_info
 
-    # --- running
+    # --- running again
 
-    def perform(self) -> Any:
-        """Run the function with this job as the current job; await it if it is a coroutine."""
-        token = _current_job.set(self)
-        try:
-            self._result = self._execute()
-        finally:
-            _current_job.reset(token)
-        return self._result
-
-    def _execute(self) -> Any:
-        result = self.func(*self.args, **self.kwargs)
-        if inspect.isawaitable(result):
-            import asyncio  # here: a horse that runs no coroutine need not import asyncio
-
-            result = asyncio.run(_await(result))
-        return result
+    def retry(self, queue: Any, pipeline: Any) -> None:
+        """RQ's: one retry used up, then back onto `queue` now, or scheduled after the retry interval."""
+        if not self.retries_left:
+            raise InvalidJobOperation(f'Job {self.id} has no retries left')
+        interval = self.get_retry_interval()
+        self.retries_left -= 1
+        if interval:
+            self._status = JobStatus.SCHEDULED
+            queue.schedule_job(self, now() + timedelta(seconds=interval), pipeline=pipeline)
+        else:
+            queue.enqueue_job(self, pipeline=pipeline, at_front=bool(self.enqueue_at_front_on_retry))
 
     # --- registries
 
@@ -318,7 +364,3 @@ class Job(JobSpec):
     def get_executions(self) -> list[Any]:
         """The job's live executions (rqfast.executions.Execution), as the claim script recorded them."""
         return self.execution_registry.get_executions()  # type: ignore[no-any-return]
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable

@@ -163,7 +163,7 @@ class JobSpec(JobRecord):
         on_stopped: Any = None,
         webhooks: Sequence[Any] | None = None,
     ) -> _J:
-        """A new job in memory: validated, serialized into `data`, not yet stored."""
+        """A new job in memory: validated, not yet serialized nor stored."""
         args = () if args is None else args
         kwargs = {} if kwargs is None else kwargs
         if not isinstance(args, list | tuple):
@@ -203,8 +203,7 @@ class JobSpec(JobRecord):
         if depends_on is not None:
             job.process_dependencies(depends_on)
         job._status = status if status is not None else JobStatus.CREATED
-        job._data = job.serializer.dumps((job._func_name, job._instance, job._args, job._kwargs))
-        return job
+        return job  # `data` is serialized when first read (at the latest, when the job is stored), as in RQ
 
     def process_dependencies(self, depends_on: Any) -> None:
         dependency_list: list[JobSpec | str] = []
@@ -283,6 +282,10 @@ class JobSpec(JobRecord):
     def set_local_result(self, value: Any) -> None:
         """The return value in memory, saved with the hash as RQ's deprecated `result` field."""
         self._result = value
+
+    def set_local_exc_info(self, exc_string: str | None) -> None:
+        """The exception text in memory, saved with the hash as its `exc_info` field."""
+        self._exc_info = exc_string
 
     @property
     def depends_on_ids(self) -> list[str]:

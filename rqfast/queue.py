@@ -10,10 +10,11 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from . import keys, registry
-from .dates import epoch_seconds, now
+from . import keys, registry, scripts
+from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
 from .enqueueing import enqueue_record, store_jobs
+from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
 from .queuebase import BaseQueue
 from .repeat import Repeat
@@ -353,6 +354,30 @@ class Queue(BaseQueue):
 
     def run_job(self, job: Job) -> Job:
         return run_sync(self, job)
+
+    def run_sync(self, job: Job) -> Job:
+        """RQ's name for running a job in this process (an is_async=False queue does it at enqueue)."""
+        return run_sync(self, job)
+
+    # --- dependents
+
+    def enqueue_dependents(
+        self, job: Job, pipeline: Any = None, exclude_job_id: str | None = None, refresh_job_status: bool = True
+    ) -> None:
+        """Enqueue the deferred dependents of `job` whose dependencies are now met, each onto its own
+        queue, as RQ does when a job finishes (one script call).
+
+        `job`'s status (read again with refresh_job_status) decides as in Job.dependencies_are_met;
+        `exclude_job_id` is a dependency to leave out of the checks.
+        """
+        try:
+            status = job.get_status(refresh=refresh_job_status)
+        except InvalidJobOperation:
+            if not self.connection.exists(job.dependents_key):
+                return  # RQ reads the status only for a dependent: no dependents, no error
+            raise
+        moment = utcformat(now())
+        scripts.enqueue_dependents(self.connection, job.id, status.value, moment, exclude_job_id or '', pipeline)
 
 
 # get_queue() of a registry (a layer below) makes one of these.

@@ -6,13 +6,15 @@ Queue (queue.py) adds enqueueing to this; `from rqfast.queue import Queue` is th
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import total_ordering
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys, registry, scripts
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL
+from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
+from .intermediate_queue import IntermediateQueue
 from .job import Job
 from .serializers import resolve_serializer
 from .text import as_text
@@ -20,6 +22,16 @@ from .timeouts import UnixSignalDeathPenalty, parse_timeout
 
 if TYPE_CHECKING:
     from redis import Redis
+
+
+def _check_blocking_timeout(timeout: int) -> None:
+    if timeout == 0:
+        raise ValueError('RQ does not support indefinite timeouts. Please pick a timeout value > 0')
+
+
+def _job_class(job_class: Any) -> Any:
+    return import_attribute(job_class) if isinstance(job_class, str) else job_class
+
 
 _Q = TypeVar('_Q', bound='BaseQueue')
 
@@ -56,6 +68,7 @@ class BaseQueue:
             self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
         self.death_penalty_class = death_penalty_class
         self.serializer = resolve_serializer(serializer)
+        self._redis_server_version: tuple[int, ...] | None = None
 
     @classmethod
     def all(
@@ -90,9 +103,13 @@ class BaseQueue:
         yield self
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BaseQueue) and self.name == other.name
+        if not isinstance(other, BaseQueue):
+            raise TypeError('Cannot compare queues to other objects')
+        return self.name == other.name
 
     def __lt__(self, other: BaseQueue) -> bool:
+        if not isinstance(other, BaseQueue):
+            raise TypeError('Cannot compare queues to other objects')
         return self.name < other.name
 
     def __hash__(self) -> int:
@@ -113,6 +130,11 @@ class BaseQueue:
     @property
     def intermediate_queue_key(self) -> str:
         return keys.intermediate_queue_key(self.name)
+
+    @property
+    def intermediate_queue(self) -> IntermediateQueue:
+        """RQ's view of the list where a worker's blocking claim (or dequeue_any) parks an id."""
+        return IntermediateQueue(self.key, connection=self.connection)
 
     @property
     def registry_cleaning_key(self) -> str:
@@ -180,10 +202,97 @@ class BaseQueue:
         position = self.connection.lpos(self.key, job_id)
         return None if position is None else int(position)  # type: ignore[arg-type]
 
+    def get_redis_server_version(self) -> tuple[int, ...]:
+        if self._redis_server_version is None:
+            version = str(self.connection.info('server')['redis_version'])
+            self._redis_server_version = tuple(int(part) for part in version.split('.')[:3])
+        return self._redis_server_version
+
+    # --- RQ's dequeueing helpers, for tools that call them; workers claim jobs through the engine's scripts
+
+    def push_job_id(self, job_id: str, pipeline: Any = None, at_front: bool = False) -> None:
+        target = pipeline if pipeline is not None else self.connection
+        (target.lpush if at_front else target.rpush)(self.key, job_id)
+
     def pop_job_id(self) -> str | None:
-        """RQ's helper, for tools that call it; workers claim jobs through the engine's scripts."""
         job_id = self.connection.lpop(self.key)
         return as_text(job_id) if job_id else None
+
+    @classmethod
+    def lpop(cls, queue_keys: Sequence[str], timeout: int | None, connection: Redis | None = None) -> Any:
+        """(queue key, job id) popped from the first non-empty queue; None when all are empty.
+
+        With a timeout, BLPOP up to that many seconds (DequeueTimeout when none comes); 0 is refused.
+        """
+        if connection is None:
+            raise TypeError('lpop() needs a connection')
+        if timeout is not None:
+            _check_blocking_timeout(timeout)
+            result = connection.blpop(list(queue_keys), timeout)
+            if result is None:
+                raise DequeueTimeout(timeout, queue_keys)
+            return result
+        for queue_key in queue_keys:
+            job_id = connection.lpop(queue_key)
+            if job_id is not None:
+                return queue_key, job_id
+        return None
+
+    @classmethod
+    def lmove(cls, connection: Redis, queue_key: str, timeout: int | None) -> Any:
+        """As lpop, for one queue, parking the id in the queue's intermediate list (LMOVE, BLMOVE) as RQ does."""
+        intermediate = keys.intermediate_queue_key(keys.queue_name_from_key(queue_key))
+        if timeout is not None:
+            _check_blocking_timeout(timeout)
+            job_id = connection.blmove(queue_key, intermediate, timeout)
+            if job_id is None:
+                raise DequeueTimeout(timeout, queue_key)
+            return queue_key, job_id
+        job_id = connection.lmove(queue_key, intermediate)
+        return None if job_id is None else (queue_key, job_id)
+
+    @classmethod
+    def dequeue_any(
+        cls: type[_Q],
+        queues: Iterable[BaseQueue],
+        timeout: int | None,
+        connection: Redis,
+        job_class: Any = None,
+        serializer: Any = None,
+        death_penalty_class: Any = None,
+    ) -> tuple[Job, _Q] | None:
+        """RQ's: the first job of `queues` (in their order) and its queue, or None when all are empty.
+
+        From one queue the id is parked in its intermediate list (where a worker's claim takes it from,
+        and maintenance puts it back from), from several it is popped, as in RQ. The job is not marked
+        started. An id without a job is passed over and the next one taken. `timeout`: see lpop.
+        """
+        job_cls = _job_class(job_class) or cls.job_class
+        queue_keys = [queue.key for queue in queues]
+        while True:
+            if len(queue_keys) == 1:
+                result = cls.lmove(connection, queue_keys[0], timeout)
+            else:
+                result = cls.lpop(queue_keys, timeout, connection=connection)
+            if result is None:
+                return None
+            queue_key, job_id = as_text(result[0]), as_text(result[1])
+            queue = cls.from_queue_key(
+                queue_key,
+                connection=connection,
+                job_class=job_cls,
+                serializer=serializer,
+                death_penalty_class=death_penalty_class,
+            )
+            try:
+                job = job_cls.fetch(job_id, connection=connection, serializer=serializer)
+            except NoSuchJobError:  # from one queue its id stays in the intermediate list, as in RQ
+                continue
+            except Exception as exc:
+                exc.job_id = job_id  # type: ignore[attr-defined]  # RQ's error report reads these
+                exc.queue = queue  # type: ignore[attr-defined]
+                raise
+            return job, queue
 
     # --- removing
 

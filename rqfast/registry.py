@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from . import keys
+from . import keys, scripts
 from .dates import epoch_seconds, from_epoch, now
-from .defaults import SCHEDULER_CHUNK
+from .defaults import DEFAULT_FAILURE_TTL, SCHEDULER_CHUNK
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
 from .maintenance import fail_abandoned_jobs
+from .scheduler import RQScheduler
 from .serializers import resolve_serializer
 from .text import as_text
+from .timeouts import UnixSignalDeathPenalty
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 class BaseRegistry:
     key_template = keys.registry_key('{0}')
     job_class: type[Job] = Job
+    death_penalty_class: Any = UnixSignalDeathPenalty
     # What get_queue() makes. rqfast.queue, a layer above, sets it to Queue when it is imported (as
     # `import rqfast` does), so a registry reaches its queue without importing it.
     queue_class: ClassVar[type[Queue]]
@@ -39,12 +43,13 @@ class BaseRegistry:
     ):
         if queue is not None:
             self.name, self.connection, self.serializer = queue.name, queue.connection, queue.serializer
-        else:
-            if connection is None:
-                raise TypeError('a registry needs a connection or a queue')
-            self.name, self.connection, self.serializer = name, connection, resolve_serializer(serializer)
+        else:  # no connection is RQ's too: a registry made only to be configured (job_class...)
+            self.name, self.serializer = name, resolve_serializer(serializer)
+            self.connection = cast('Redis', connection)
         self.key = self.key_template.format(self.name)
         self.job_class = job_class or Job
+        if death_penalty_class is not None:
+            self.death_penalty_class = death_penalty_class
 
     def __len__(self) -> int:
         return self.count
@@ -135,6 +140,17 @@ class FinishedJobRegistry(_ExpiringRegistry):
 class FailedJobRegistry(_ExpiringRegistry):
     key_template = keys.failed_registry_key('{0}')
 
+    def add(  # type: ignore[override]  # RQ's signature: exc_string before pipeline, no xx
+        self, job: Job, ttl: int | None = None, exc_string: str = '', pipeline: Any = None
+    ) -> None:
+        """RQ's: save the job with `exc_string` as its exc_info, expire it after ttl (default: the failure
+        TTL) and add it scored now + ttl, in one script call."""
+        ttl = DEFAULT_FAILURE_TTL if ttl is None else ttl
+        score = ttl if ttl < 0 else epoch_seconds(now()) + ttl
+        job.set_local_exc_info(exc_string)
+        fields = job.to_dict(include_meta=False, include_result=False)
+        scripts.add_failed_job(self.connection, job.id, self.name, score, ttl, fields, pipeline)
+
 
 class DeferredJobRegistry(BaseRegistry):
     key_template = keys.deferred_registry_key('{0}')
@@ -151,6 +167,17 @@ class ScheduledJobRegistry(BaseRegistry):
     def schedule(self, job: Job, scheduled_datetime: datetime, pipeline: Any = None) -> int:
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job.id: epoch_seconds(scheduled_datetime)}))
+
+    def remove_jobs(self, timestamp: int | None = None, pipeline: Any = None) -> int:
+        """RQ's deprecated call: drop the entries due by `timestamp` (default: now)."""
+        warnings.warn(
+            'ScheduledJobRegistry.remove_jobs() is deprecated and will be removed in the future.',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        score = timestamp if timestamp is not None else epoch_seconds(now())
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zremrangebyscore(self.key, 0, score))
 
     def get_jobs_to_schedule(self, timestamp: int | None = None, chunk_size: int = SCHEDULER_CHUNK) -> list[str]:
         score = timestamp if timestamp is not None else epoch_seconds(now())
@@ -169,6 +196,9 @@ class ScheduledJobRegistry(BaseRegistry):
 
 class CanceledJobRegistry(BaseRegistry):
     key_template = keys.canceled_registry_key('{0}')
+
+    def get_expired_job_ids(self, timestamp: float | None = None) -> list[str]:
+        raise NotImplementedError('canceled jobs do not expire')
 
     def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
         job_id = job.id if isinstance(job, Job) else job
@@ -206,6 +236,24 @@ class StartedJobRegistry(BaseRegistry):
     def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
         raise NotImplementedError('the worker adds executions to the started registry')
 
+    def add_execution(self, execution: Any, pipeline: Any, ttl: int = 0, xx: bool = False) -> int:
+        """RQ's: the execution's `<job id>:<execution id>` scored now + ttl (+inf for -1), on `pipeline`."""
+        score: float | str = ttl if ttl < 0 else epoch_seconds(now()) + ttl
+        if score == -1:
+            score = '+inf'
+        return cast(int, pipeline.zadd(self.key, {execution.composite_key: score}, xx=xx))
+
+    def remove_execution(
+        self, execution: Any, job: Job | None = None, pipeline: Any = None, delete_job: bool = False
+    ) -> None:
+        (pipeline if pipeline is not None else self.connection).zrem(self.key, execution.composite_key)
+
+    def remove_executions(self, job: Job, pipeline: Any = None) -> None:
+        """Every live execution of `job` (job.get_executions()) out of this registry, as RQ's."""
+        members = [execution.composite_key for execution in job.get_executions()]
+        if members:
+            (pipeline if pipeline is not None else self.connection).zrem(self.key, *members)
+
     def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
         raise NotImplementedError('the worker removes executions from the started registry')
 
@@ -227,3 +275,4 @@ def clean_registries(queue: Queue, exception_handlers: list[Any] | None = None) 
 
 
 Job.registry_classes.update(started=StartedJobRegistry, failed=FailedJobRegistry, finished=FinishedJobRegistry)
+RQScheduler.registry_class = ScheduledJobRegistry

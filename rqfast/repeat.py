@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from .dates import now
 
 
 class Repeat:
@@ -29,3 +33,18 @@ class Repeat:
     @classmethod
     def get_interval(cls, count: int, intervals: list[int]) -> int:
         return intervals[-1] if count >= len(intervals) else intervals[count]
+
+    @classmethod
+    def schedule(cls, job: Any, queue: Any, pipeline: Any = None) -> None:
+        """RQ's: use up one repeat of `job` and put it back on `queue`, now or after its interval.
+
+        ValueError when the job has no repeats left. `job` is a Job and `queue` a Queue (a layer above).
+        """
+        if job.repeats_left is None or job.repeats_left <= 0:
+            raise ValueError(f'Cannot schedule job {job.id}: no repeats left')
+        interval = cls.get_interval(job.repeats_left - 1, job.repeat_intervals) if job.repeat_intervals else 0
+        job.repeats_left -= 1
+        if interval == 0:
+            queue.enqueue_job(job, pipeline=pipeline)
+        else:
+            queue.schedule_job(job, now() + timedelta(seconds=interval), pipeline=pipeline)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import from_epoch, now
-from .defaults import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import RESULTS_MAXLEN, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
 from .text import as_text
 
@@ -74,6 +74,143 @@ class Result:
     def get_key(cls, job_id: str) -> str:
         return keys.results_key(job_id)
 
+    # --- writing one by hand (the worker's finish script writes the results of the jobs it runs)
+
+    @classmethod
+    def create(
+        cls,
+        job: Job,
+        type: Type,
+        ttl: int | None,
+        return_value: Any = None,
+        exc_string: str | None = None,
+        worker_name: str = '',
+        pipeline: Any = None,
+        execution_id: str | None = None,
+        execution_started_at: datetime | None = None,
+        execution_ended_at: datetime | None = None,
+    ) -> Result:
+        """A result of `job`, appended to its stream (ttl: the stream's; -1 keeps it, None leaves it)."""
+        result = cls(
+            job.id,
+            type,
+            connection=job.connection,
+            return_value=return_value,
+            exc_string=exc_string,
+            worker_name=worker_name,
+            serializer=job.serializer,
+            execution_id=execution_id,
+            execution_started_at=execution_started_at,
+            execution_ended_at=execution_ended_at,
+        )
+        result.save(ttl=ttl, pipeline=pipeline)
+        return result
+
+    @classmethod
+    def create_failure(
+        cls,
+        job: Job,
+        ttl: int | None,
+        exc_string: str | None,
+        worker_name: str = '',
+        pipeline: Any = None,
+        execution_id: str | None = None,
+        execution_started_at: datetime | None = None,
+        execution_ended_at: datetime | None = None,
+    ) -> Result:
+        return cls.create(
+            job,
+            cls.Type.FAILED,
+            ttl,
+            exc_string=exc_string,
+            worker_name=worker_name,
+            pipeline=pipeline,
+            execution_id=execution_id,
+            execution_started_at=execution_started_at,
+            execution_ended_at=execution_ended_at,
+        )
+
+    @classmethod
+    def create_retried(
+        cls,
+        job: Job,
+        ttl: int | None,
+        return_value: Any,
+        worker_name: str,
+        execution_id: str,
+        execution_started_at: datetime,
+        execution_ended_at: datetime,
+        pipeline: Any = None,
+    ) -> Result:
+        return cls.create(
+            job,
+            cls.Type.RETRIED,
+            ttl,
+            return_value=return_value,
+            worker_name=worker_name,
+            pipeline=pipeline,
+            execution_id=execution_id,
+            execution_started_at=execution_started_at,
+            execution_ended_at=execution_ended_at,
+        )
+
+    @classmethod
+    def create_max_retries_exceeded(
+        cls,
+        job: Job,
+        ttl: int | None,
+        return_value: Any,
+        worker_name: str,
+        execution_id: str,
+        execution_started_at: datetime,
+        execution_ended_at: datetime,
+        pipeline: Any = None,
+    ) -> Result:
+        return cls.create(
+            job,
+            cls.Type.MAX_RETRIES_EXCEEDED,
+            ttl,
+            return_value=return_value,
+            worker_name=worker_name,
+            pipeline=pipeline,
+            execution_id=execution_id,
+            execution_started_at=execution_started_at,
+            execution_ended_at=execution_ended_at,
+        )
+
+    def save(self, ttl: int | None, pipeline: Any = None) -> str | None:
+        """XADD to the job's stream (capped as the worker caps it) and set its TTL; the entry id (None
+        when queued on the caller's `pipeline`)."""
+        key = keys.results_key(self.job_id)
+        target = pipeline if pipeline is not None else self.connection.pipeline()
+        fields: Any = self.serialize()  # redis-py's stubs want a narrower dict type
+        target.xadd(key, fields, maxlen=RESULTS_MAXLEN)
+        if ttl == -1:
+            target.persist(key)
+        elif ttl is not None:
+            target.expire(key, ttl)
+        if pipeline is None:
+            self.id = as_text(target.execute()[0])
+        return self.id
+
+    def serialize(self) -> dict[str, Any]:
+        """The stream entry's fields, as RQ writes them."""
+        data: dict[str, Any] = {'type': self.type.value, 'worker_name': self.worker_name}
+        if self.exc_string is not None:
+            data['exc_string'] = encode_exc_string(self.exc_string)
+        return_value = encode_return_value(self.serializer, self.return_value)
+        if return_value is not None:
+            data['return_value'] = return_value
+        if self.execution_id:
+            data['execution_id'] = self.execution_id
+        if self.execution_started_at:
+            data['execution_started_at'] = repr(self.execution_started_at.timestamp())
+        if self.execution_ended_at:
+            data['execution_ended_at'] = repr(self.execution_ended_at.timestamp())
+        return data
+
+    # --- reading
+
     @classmethod
     def all(cls, job: Job, serializer: Any = None) -> list[Result]:
         entries: Any = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
@@ -86,6 +223,11 @@ class Result:
     @classmethod
     def delete_all(cls, job: Job) -> None:
         job.connection.delete(keys.results_key(job.id))
+
+    @classmethod
+    def fetch(cls, job: Job, serializer: Any = None) -> Result | None:
+        """RQ 2.12's Result.fetch answers None whatever the job (see fetch_latest and all); so does this."""
+        return None
 
     @classmethod
     def fetch_latest(cls, job: Job, serializer: Any = None, timeout: int = 0) -> Result | None:

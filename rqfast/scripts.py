@@ -97,12 +97,13 @@ def enqueue_record(
     allow_failure: bool = False,
 ) -> list[Any]:
     """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and enqueued_at itself."""
+    and, unless it schedules the job, enqueued_at itself."""
     from .jobhash import job_fields
 
     fields = job_fields(job)
     fields.pop('status', None)
-    fields.pop('enqueued_at', None)
+    if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
+        fields.pop('enqueued_at', None)
     dependency_ids = job.depends_on_ids
     record: list[Any] = [
         job.id,
@@ -284,12 +285,13 @@ def schedule_jobs(
     limit: int,
     acquire: bool,
     move: bool,
-    release: bool,
+    release: int,
     fields: dict[str, Any],
     queues: list[str],
 ) -> list[tuple[int, int]]:
-    """A scheduler tick (see lua/schedule_jobs.lua): per queue, (lock state, jobs moved)."""
-    args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), int(release), len(fields)]
+    """A scheduler tick or step (see lua/schedule_jobs.lua; release: 0, 1 locks, 2 locks and hash):
+    per queue, (lock state, jobs moved)."""
+    args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
     for key, value in fields.items():
         args.extend((key, value))
     args.extend((len(queues), *queues))
@@ -322,6 +324,44 @@ def clean_registries(
         *queues,
     ]
     return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
+
+
+# --- the scripts of RQ's public dependency and job calls. `pipeline`: the caller's, where RQ's method takes
+# one. TODO(pipeline branch): queue the call into it with scripts.call(name, connection, args, pipeline) once
+# that lands; until then the call runs at once, as every rqfast pipeline= did before.
+
+
+def _run(name: str, connection: Redis, args: Sequence[Any], pipeline: Any = None) -> Any:
+    return script(name)(connection, args)
+
+
+def register_dependency(
+    connection: Redis, job_id: str, origin: str, now_epoch: int, dependency_ids: Sequence[str], pipeline: Any = None
+) -> None:
+    """The job into its deferred registry and its dependencies' dependents sets (lua/register_dependency.lua)."""
+    _run('register_dependency', connection, [job_id, origin, now_epoch, len(dependency_ids), *dependency_ids], pipeline)
+
+
+def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Any = None) -> None:
+    """EXPIRE the job hash and its two dependency sets (lua/expire_job.lua)."""
+    _run('expire_job', connection, [job_id, ttl], pipeline)
+
+
+def enqueue_dependents(
+    connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Any = None
+) -> None:
+    """Enqueue the dependents (whose dependencies are met) of a job that ended with `status`."""
+    _run('enqueue_dependents', connection, [job_id, status, now_text, exclude_id], pipeline)
+
+
+def add_failed_job(
+    connection: Redis, job_id: str, queue: str, score: int, ttl: int, fields: dict[str, Any], pipeline: Any = None
+) -> None:
+    """Save the job and add it to its failed registry at `score` (lua/add_failed_job.lua)."""
+    args: list[Any] = [job_id, queue, score, ttl, len(fields)]
+    for name, value in fields.items():
+        args.extend((name, value))
+    _run('add_failed_job', connection, args, pipeline)
 
 
 class DirectLine:

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ('storage', ['jobhash', 'scripts', 'intermediate_queue']),
     ('results', ['results']),
-    ('job', ['jobspec', 'enqueueing', 'job', 'command']),
+    ('job', ['jobspec', 'jobrun', 'enqueueing', 'job', 'command']),
     ('outcomes', ['execution', 'engine']),
     ('runners', ['maintenance', 'sync', 'horse', 'scheduler']),
     ('registry', ['registry', 'executions']),

@@ -27,6 +27,7 @@ RUN = {'worker_name': 'w1', 'execution_id': 'x1', 'started_at': STARTED}
 def make_job(**attrs: Any) -> Job:
     """A job as the worker holds it after running it."""
     job = Job.create('operator.add', args=(1, 2), connection=fakeredis.FakeStrictRedis(), id='j1')
+    assert job.data  # serialized, as the job a worker restores from its hash is
     job.origin = 'q'
     job.worker_name = 'w1'
     job.started_at, job.ended_at, job.last_heartbeat = STARTED, ENDED, ENDED

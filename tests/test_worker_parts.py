@@ -50,7 +50,9 @@ def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
     assert records.worker_keys(connection, 'b') == [keys.worker_key('w1')]
     assert records.worker_keys(connection, 'c') == []
     record = records.read(connection, keys.worker_key('w1'))
-    assert record == records.WorkerRecord('w1', ['a', 'b'], WorkerStatus.STARTED, BIRTH, BIRTH, 42, 'box')
+    assert record == records.WorkerRecord(
+        'w1', ['a', 'b'], WorkerStatus.STARTED, BIRTH, BIRTH, 42, 'box', ip_address='?', version='1', python_version='3'
+    )
     records.write_state(connection, 'w1', WorkerStatus.BUSY)
     assert records.read(connection, keys.worker_key('w1')).state == WorkerStatus.BUSY  # type: ignore[union-attr]
     with pytest.raises(ValueError, match='w1'):

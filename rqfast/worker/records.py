@@ -37,9 +37,13 @@ class WorkerRecord:
     last_heartbeat: datetime | None = None
     pid: int = 0
     hostname: str = ''
+    ip_address: str = ''
+    version: str = ''
+    python_version: str = ''
     successful_job_count: int = 0
     failed_job_count: int = 0
     total_working_time: float = 0.0
+    current_job_working_time: float = 0.0
 
 
 # --- writes
@@ -112,11 +116,15 @@ def worker_keys(connection: Redis, queue: str | None = None) -> list[str]:
     return [as_text(member) for member in connection.smembers(key)]
 
 
-def read(connection: Redis, worker_key: str) -> WorkerRecord | None:
-    """The worker stored at `worker_key`; None (and the key dropped from rq:workers) when its hash is gone."""
+def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> WorkerRecord | None:
+    """The worker stored at `worker_key`; None (and, unless told not to, the key dropped from rq:workers)
+    when its hash is gone."""
+    if not worker_key.startswith(keys.WORKER_PREFIX):
+        raise ValueError(f'Not a valid RQ worker key: {worker_key}')
     raw = connection.hgetall(worker_key)
     if not raw:
-        connection.srem(keys.WORKERS, worker_key)
+        if forget_if_gone:
+            connection.srem(keys.WORKERS, worker_key)
         return None
     fields = {as_text(k): as_text(v) for k, v in raw.items()}
     return WorkerRecord(
@@ -127,9 +135,13 @@ def read(connection: Redis, worker_key: str) -> WorkerRecord | None:
         last_heartbeat=utcparse(fields['last_heartbeat']) if fields.get('last_heartbeat') else None,
         pid=int(fields.get('pid') or 0),
         hostname=fields.get('hostname', ''),
+        ip_address=fields.get('ip_address', ''),
+        version=fields.get('version', ''),
+        python_version=fields.get('python_version', ''),
         successful_job_count=int(fields.get('successful_job_count') or 0),
         failed_job_count=int(fields.get('failed_job_count') or 0),
         total_working_time=float(fields.get('total_working_time') or 0),
+        current_job_working_time=float(fields.get('current_job_working_time') or 0),
     )
 
 
@@ -154,6 +166,11 @@ class WorkerRecords:
     successful_job_count: int
     failed_job_count: int
     total_working_time: float
+    current_job_working_time: float = 0.0
+    queues: list[Any]
+    queue_class: Any
+    job_class: Any
+    serializer: Any
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
@@ -198,6 +215,31 @@ class WorkerRecords:
     def get_current_job_id(self) -> str | None:
         return read_current_job_id(self.connection, self.name)
 
+    def refresh(self) -> None:
+        """Read the worker hash back into this object (RQ's); nothing changes when the hash is gone."""
+        record = read(self.connection, keys.worker_key(self.name), forget_if_gone=False)
+        if record is not None:
+            self._apply(record)
+            if record.queues:
+                self.queues = [
+                    self.queue_class(
+                        name, connection=self.connection, job_class=self.job_class, serializer=self.serializer
+                    )
+                    for name in record.queues
+                ]
+
+    def _apply(self, record: WorkerRecord) -> None:
+        self._state = record.state
+        self.birth_date, self.last_heartbeat = record.birth, record.last_heartbeat
+        self.pid, self.hostname = record.pid, record.hostname
+        self.ip_address = record.ip_address or self.ip_address
+        self.version = record.version or self.version
+        self.python_version = record.python_version or self.python_version
+        self.successful_job_count = record.successful_job_count
+        self.failed_job_count = record.failed_job_count
+        self.total_working_time = record.total_working_time
+        self.current_job_working_time = record.current_job_working_time
+
     # RQ's execution API, for code that drives a worker by hand (the claim script does this in work())
     execution: Execution | None = None
 
@@ -212,36 +254,58 @@ class WorkerRecords:
         return execution
 
     @classmethod
-    def all_keys(cls, connection: Redis, queue: Any = None) -> list[str]:
-        return worker_keys(connection, queue.name if queue else None)
+    def all_keys(cls, connection: Redis | None = None, queue: Any = None) -> list[str]:
+        """Keys of the live workers, of `queue` (on its connection) or of all."""
+        if queue is not None:
+            connection = queue.connection
+        if connection is None:
+            raise ValueError('"Queue" or "connection" argument is required')
+        return worker_keys(connection, queue.name if queue is not None else None)
 
     @classmethod
-    def count(cls, connection: Redis, queue: Any = None) -> int:
+    def count(cls, connection: Redis | None = None, queue: Any = None) -> int:
         return len(cls.all_keys(connection, queue))
 
     @classmethod
     def all(
         cls,
-        connection: Redis,
+        connection: Redis | None = None,
         job_class: Any = None,
         queue_class: Any = None,
         queue: Any = None,
         serializer: Any = None,
     ) -> list[Any]:
-        found = [cls.find_by_key(key, connection) for key in cls.all_keys(connection, queue)]
+        """The live workers (of `queue`, on its connection), as instances of this class (not started)."""
+        if queue is not None:
+            connection = queue.connection
+        if connection is None:
+            raise ValueError('"Queue" or "connection" argument is required')
+        found = [
+            cls.find_by_key(key, connection, job_class=job_class, queue_class=queue_class, serializer=serializer)
+            for key in cls.all_keys(connection, queue)
+        ]
         return [worker for worker in found if worker is not None]
 
     @classmethod
-    def find_by_key(cls, worker_key: str, connection: Redis, **kwargs: Any) -> Any:
+    def find_by_key(
+        cls,
+        worker_key: str,
+        connection: Redis,
+        job_class: Any = None,
+        queue_class: Any = None,
+        serializer: Any = None,
+    ) -> Any:
         """The worker stored at `worker_key`, as an instance of this class (not started); None if gone."""
         record = read(connection, worker_key)
         if record is None:
             return None
-        worker = cls(record.queues or ['default'], name=record.name, connection=connection)  # type: ignore[call-arg]
-        worker._state = record.state
-        worker.birth_date, worker.last_heartbeat = record.birth, record.last_heartbeat
-        worker.pid, worker.hostname = record.pid, record.hostname
-        worker.successful_job_count = record.successful_job_count
-        worker.failed_job_count = record.failed_job_count
-        worker.total_working_time = record.total_working_time
+        worker = cls(  # type: ignore[call-arg]
+            record.queues or ['default'],
+            name=record.name,
+            connection=connection,
+            job_class=job_class,
+            queue_class=queue_class,
+            serializer=serializer,
+        )
+        worker._apply(record)
         return worker

@@ -99,6 +99,9 @@ class Duties:
         self.last_cleaned_at = now()
 
     def run_maintenance_tasks(self) -> None:
+        scheduler = self.scheduler  # one whose thread died is started again (not at the first run), as in RQ
+        if scheduler is not None and self.last_cleaned_at is not None and scheduler.needs_restart():
+            scheduler.acquire_locks(auto_start=True)
         try:
             self.clean_registries()
         except Exception as exc:  # maintenance must never take the worker down
@@ -114,6 +117,5 @@ class Duties:
         self.scheduler.start(burst=burst)
 
     def stop_scheduler(self) -> None:
-        if self.scheduler is not None:
+        if self.scheduler is not None:  # stopped, and kept for reading afterwards, as RQ's worker does
             self.scheduler.stop()
-            self.scheduler = None

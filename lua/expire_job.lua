@@ -1,0 +1,9 @@
+-- expire_job.lua: set the TTL of a job's hash and its two dependency sets together (RQ's
+-- Job.cleanup(ttl) for a positive ttl).
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] job id, ARGV[3] ttl in seconds (positive; anything else changes nothing)
+-- Returns: 1 when the job hash exists, else 0.
+
+expire_job_keys(ARGV[2], ARGV[3])
+return redis.call('EXISTS', K.job(ARGV[2]))

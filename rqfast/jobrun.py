@@ -1,0 +1,79 @@
+"""Running a job in this process: its call as the current job, RQ's execution hooks and callbacks.
+
+The half of Job (job.py) that a worker's horse uses while the job runs; `get_current_job()` reads
+the context variable set here.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from typing import Any
+
+from .dates import now, utcformat
+from .jobspec import JobSpec
+from .status import JobStatus
+from .timeouts import JobTimeoutException
+
+_current_job: contextvars.ContextVar[JobRun | None] = contextvars.ContextVar('rqfast_current_job', default=None)
+
+
+def running_job() -> JobRun | None:
+    """The job running in this context (thread or task), or None outside a job."""
+    return _current_job.get()
+
+
+class JobRun(JobSpec):
+    """Job's running half: perform() and RQ's hooks around it."""
+
+    def perform(self) -> Any:
+        """Run the function with this job as the current job; await it if it is a coroutine."""
+        token = _current_job.set(self)
+        try:
+            self._result = self._execute()
+        finally:
+            _current_job.reset(token)
+        return self._result
+
+    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
+        """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
+
+        rqfast's workers start a job in their claim script instead; this is for code that runs jobs itself.
+        """
+        self.worker_name = worker_name
+        self.last_heartbeat = self.started_at = now()
+        self._status = JobStatus.STARTED
+        fields = {
+            'last_heartbeat': utcformat(self.last_heartbeat),
+            'status': self._status.value,
+            'started_at': utcformat(self.started_at),
+            'worker_name': worker_name,
+        }
+        pipeline.hset(self.key, mapping=fields)
+
+    def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
+        if self.success_callback:
+            with death_penalty_class(self.success_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.success_callback(self, self.connection, result)
+
+    def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
+        if self.failure_callback:
+            with death_penalty_class(self.failure_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.failure_callback(self, self.connection, *exc_info)
+
+    def execute_stopped_callback(self, death_penalty_class: Any) -> None:
+        if self.stopped_callback is not None:
+            with death_penalty_class(self.stopped_callback_timeout, JobTimeoutException, job_id=self.id):
+                self.stopped_callback(self, self.connection)
+
+    def _execute(self) -> Any:
+        result = self.func(*self.args, **self.kwargs)
+        if inspect.isawaitable(result):
+            import asyncio  # here: a horse that runs no coroutine need not import asyncio
+
+            result = asyncio.run(_await(result))
+        return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
