@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import scripts
+from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
 from .jobhash import job_fields
@@ -17,6 +17,7 @@ from .status import JobStatus
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
     from .jobspec import JobSpec
 
@@ -52,10 +53,25 @@ def enqueue_record(
     return record
 
 
-def store_jobs(connection: Redis, queue: str, jobs: Sequence[JobSpec], records: list[list[Any]]) -> None:
-    """One enqueue_jobs.lua call for `records` (one per job); each job's status and enqueued_at follow."""
+def store_jobs(
+    connection: Redis,
+    queue: str,
+    jobs: Sequence[JobSpec],
+    records: list[list[Any]],
+    pipeline: Pipeline | None = None,
+) -> None:
+    """One enqueue_jobs.lua call for `records` (one per job); each job's status and enqueued_at follow.
+
+    Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
+    jobs then get the status the script will give them, read from their dependencies now, as RQ's
+    enqueue does with a pipeline (a dependency that changes before execute() is the script's to judge).
+    """
     moment = now()
-    statuses = scripts.enqueue_jobs(connection, queue, utcformat(moment), epoch_seconds(moment), records)
+    statuses = scripts.enqueue_jobs(
+        connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline
+    )
+    if statuses is None:
+        statuses = expected_statuses(connection, records)
     for job, status in zip(jobs, statuses, strict=True):
         if status == 'duplicate':
             raise DuplicateJobError(f'Job with ID {job.id} already exists')
@@ -64,3 +80,33 @@ def store_jobs(connection: Redis, queue: str, jobs: Sequence[JobSpec], records: 
         job.set_local_status(JobStatus.QUEUED if status == 'stored' else JobStatus(status))
         if status in ('queued', 'stored'):
             job.enqueued_at = moment
+
+
+def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
+    """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
+    dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
+    dependencies = [_record_dependencies(record) for record in records]
+    wanted = sorted({dep_id for dep_ids, _ in dependencies for dep_id in dep_ids})
+    statuses: dict[str, Any] = {}
+    if wanted:
+        with connection.pipeline(transaction=False) as reads:
+            for dep_id in wanted:
+                reads.hget(keys.job_key(dep_id), 'status')
+            statuses = dict(zip(wanted, reads.execute(), strict=True))
+    expected = []
+    for record, (dep_ids, allow_failure) in zip(records, dependencies, strict=True):
+        mode = record[1]
+        met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if allow_failure else set())
+        if mode == 'schedule':
+            expected.append('scheduled')
+        elif any(statuses[dep_id] not in met for dep_id in dep_ids):
+            expected.append('deferred')
+        else:
+            expected.append('stored' if mode == 'store' else 'queued')
+    return expected
+
+
+def _record_dependencies(record: list[Any]) -> tuple[list[str], bool]:
+    """A record's dependency ids and whether a failed one counts as met (batch mode only)."""
+    count = record[7]
+    return list(record[8 : 8 + count]), record[1] == 'batch' and record[6] == 1
