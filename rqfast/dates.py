@@ -39,3 +39,15 @@ def epoch_seconds(dt: datetime) -> int:
 
 def from_epoch(value: float) -> datetime:
     return datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def current_timestamp() -> int:
+    """Now as an integer UTC epoch."""
+    return calendar.timegm(now().utctimetuple())
+
+
+def str_to_date(text: str | bytes) -> datetime:
+    """utcparse for a stored value; ValueError for an empty one."""
+    if not text:
+        raise ValueError('Empty string or bytestring provided')
+    return utcparse(text)

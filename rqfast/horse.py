@@ -10,6 +10,7 @@ spawned child stays small. Messages on the pipes are length-prefixed pickles.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import pickle
 import signal
@@ -20,9 +21,12 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from .connections import REDIS_RUNTIME_CONNECTION_KWARGS
 from .dates import now
+from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .outcome import OutcomeKind
@@ -30,20 +34,10 @@ from .outcome import OutcomeKind
 if TYPE_CHECKING:
     from redis import Redis
 
+logger = logging.getLogger('rqfast.worker')
+
 _HEADER = struct.Struct('!Q')
 _BUILD_LOCK = threading.Lock()
-
-# redis-py 8 keeps per-pool runtime state (handlers holding locks, original addresses) among the
-# connection kwargs; a child builds its own (the same list as rq.connections).
-_RUNTIME_CONNECTION_KWARGS = (
-    'maint_notifications_config',
-    'maint_notifications_pool_handler',
-    'himport_registry',
-    'event_dispatcher',
-    'orig_host_address',
-    'orig_socket_timeout',
-    'orig_socket_connect_timeout',
-)
 
 
 @dataclass
@@ -138,7 +132,7 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
     kwargs = {
         key: value
         for key, value in pool.connection_kwargs.items()
-        if key not in _RUNTIME_CONNECTION_KWARGS and type(value) is not object
+        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and type(value) is not object
     }
     recipe = (type(connection), type(pool), pool.connection_class, kwargs)
     try:
@@ -245,6 +239,35 @@ def become_horse(worker_name: str) -> None:
         os.environ['RQ_WORKER_ID'] = worker_name
 
 
+class ImminentShutdown:
+    """Heroku's warning (RQ's HerokuWorker): SIGTERM and SIGINT are ignored, and the first SIGRTMIN
+    raises ShutDownImminentException in the job `delay` seconds later (a second SIGRTMIN: at once)."""
+
+    frame_properties = ('f_code', 'f_lasti', 'f_lineno', 'f_locals', 'f_trace')
+
+    def __init__(self, delay: int) -> None:
+        self.delay = delay
+
+    def install(self) -> None:
+        signal.signal(signal.SIGRTMIN, self.warn)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def warn(self, signum: int, frame: FrameType | None) -> None:
+        if self.delay == 0:
+            logger.warning('Imminent shutdown, raising ShutDownImminentException immediately')
+            self.shut_down(signum, frame)
+        logger.warning('Imminent shutdown, raising ShutDownImminentException in %d seconds', self.delay)
+        signal.signal(signal.SIGRTMIN, self.shut_down)
+        signal.signal(signal.SIGALRM, self.shut_down)
+        signal.alarm(self.delay)
+
+    def shut_down(self, signum: int, frame: FrameType | None) -> None:
+        info = {name: getattr(frame, name, None) for name in self.frame_properties}
+        logger.warning('raising ShutDownImminentException to cancel job...')
+        raise ShutDownImminentException(f'shut down imminent (signal: {signal.Signals(signum).name})', info)
+
+
 def flush_stdio() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -268,6 +291,7 @@ class HorseSettings:
     exception_handlers: list[Any]
     default_timeout: int
     stand_in: dict[bytes, bytes] | None = None  # a forked horse's warm-up job (stand_in_job())
+    imminent_shutdown_delay: int | None = None  # HerokuWorker: SIGRTMIN ends the job this many seconds later
 
 
 def serve_one_job(
@@ -279,6 +303,8 @@ def serve_one_job(
     `fallback`: the client when the worker's cannot be rebuilt (a forked horse has the worker's own).
     """
     become_horse(settings.worker_name)
+    if settings.imminent_shutdown_delay is not None:
+        ImminentShutdown(settings.imminent_shutdown_delay).install()
     preload(module)
     connection: Any = LazyClient(settings.client) if settings.client is not None else fallback
     if connection is None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+import os
+from typing import Any, TypeVar, cast
+
+_C = TypeVar('_C', bound=type)
 
 
 def import_attribute(name: str) -> Any:
-    """Import `package.module.attr` or `package.module.Class.method`; raise a clear error when missing."""
+    """Import `package.module.attr` or `package.module.Class.method`; ValueError (as RQ's) when missing."""
     parts = name.split('.')
     module = None
     for split in range(len(parts) - 1, 0, -1):
@@ -29,9 +32,41 @@ def import_attribute(name: str) -> Any:
     for attr in attrs:
         try:
             obj = getattr(obj, attr)
-        except AttributeError as exc:
-            raise AttributeError(f'{obj!r} has no attribute {attr!r} (looking up {name})') from exc
+        except AttributeError:
+            raise ValueError(f'Invalid attribute name: {name} ({obj!r} has no attribute {attr!r})') from None
     return obj
+
+
+def import_subclass(name: str, base: _C, kind: str) -> _C:
+    """The class at dotted path `name`; ValueError unless it is `base` or a subclass (`kind` names it)."""
+    found = import_attribute(name)
+    if not (isinstance(found, type) and issubclass(found, base)):
+        raise ValueError(f'Invalid {kind} class: {name}')
+    return cast(_C, found)
+
+
+def backend_class(holder: Any, default_name: str, override: Any = None) -> Any:
+    """`holder.default_name`, unless an override is given: a class, or a dotted path to one."""
+    if override is None:
+        return getattr(holder, default_name)
+    return import_attribute(override) if isinstance(override, str) else override
+
+
+def normalize_config_path(config_path: str) -> str:
+    """A dotted module path from a file path ('app/config.py' -> 'app.config'); a dotted path stays."""
+    if os.path.sep not in config_path and not config_path.endswith('.py'):
+        return config_path
+    path = config_path.removesuffix('.py').removeprefix(os.path.sep)
+    return path.replace(os.path.sep, '.')
+
+
+def validate_absolute_path(file_path: str) -> str:
+    """The path itself, once it is known to name a file (FileNotFoundError, IsADirectoryError otherwise)."""
+    if not os.path.exists(file_path):
+        raise FileNotFoundError(f"Configuration file not found at '{file_path}'")
+    if not os.path.isfile(file_path):
+        raise IsADirectoryError(f"Configuration path points to a directory, not a file: '{file_path}'")
+    return file_path
 
 
 def function_reference(func: Any) -> tuple[Any, str]:

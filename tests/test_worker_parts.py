@@ -9,9 +9,9 @@ import pytest
 import redis
 
 from rqfast import keys
+from rqfast.command import parse_payload
 from rqfast.status import WorkerStatus
 from rqfast.worker import records
-from rqfast.worker.commands import parse
 from rqfast.worker.order import DequeueStrategy, QueueOrder
 from rqfast.worker.upkeep import Upkeep, heartbeat_interval
 
@@ -65,11 +65,13 @@ def test_reading_a_worker_whose_hash_is_gone_drops_its_key(connection: redis.Red
     assert records.worker_keys(connection) == []
 
 
-def test_parse_takes_rqs_command_messages_and_ignores_the_rest() -> None:
-    assert parse({'data': b'{"command": "stop-job", "job_id": "x"}'}) == {'command': 'stop-job', 'job_id': 'x'}
-    assert parse({'data': b'not json'}) is None
-    assert parse({'data': b'[1, 2]'}) is None
-    assert parse({}) is None
+def test_parse_payload_takes_rqs_command_messages_and_rejects_the_rest() -> None:
+    assert parse_payload({'data': b'{"command": "stop-job", "job_id": "x"}'}) == {'command': 'stop-job', 'job_id': 'x'}
+    for message in ({'data': b'not json'}, {'data': b'[1, 2]'}):
+        with pytest.raises(ValueError):
+            parse_payload(message)
+    with pytest.raises(KeyError):
+        parse_payload({})
 
 
 def test_heartbeat_interval_is_half_the_shorter_of_monitoring_and_half_the_ttl() -> None:

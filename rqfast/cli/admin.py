@@ -9,8 +9,9 @@ from typing import Any
 import click
 import redis
 
-from .. import keys
 from ..queue import Queue
+from ..suspension import resume as resume_workers
+from ..suspension import suspend as suspend_workers
 from ..worker import BaseWorker
 from .settings import connect, prepend_paths, read_settings, redis_options
 
@@ -30,7 +31,7 @@ def suspend(duration: int | None, **options: Any) -> None:
     if duration is not None and duration < 1:
         raise click.ClickException('--duration must be a whole number of seconds, 1 or more')
     connection = _connection(**options)
-    connection.set(keys.SUSPENDED, 1, ex=duration)
+    suspend_workers(connection, duration)
     if duration:
         click.echo(f'Suspending workers for {duration} seconds; they resume on their own after that.')
     else:
@@ -41,7 +42,7 @@ def suspend(duration: int | None, **options: Any) -> None:
 @redis_options
 def resume(**options: Any) -> None:
     """Resume the workers `rqfast suspend` (or `rq suspend`) suspended."""
-    _connection(**options).delete(keys.SUSPENDED)
+    resume_workers(_connection(**options))
     click.echo('Resuming workers.')
 
 

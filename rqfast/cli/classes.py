@@ -76,7 +76,7 @@ def worker_class(path: str | None) -> type[BaseWorker]:
 def _exists(path: str) -> bool:
     try:
         import_attribute(path)
-    except AttributeError:
+    except (AttributeError, ValueError):
         return False
     return True
 

@@ -189,7 +189,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
 
     def request_stop(self, signum: int, frame: Any) -> None:
         """Warm shutdown: finish the job in hand, then stop. A second signal is a cold shutdown."""
-        self.log.info('Worker %s: warm shut down requested', self.name)
+        self.handle_warm_shutdown_request()
         self._shutdown_requested_date = dates.now()
         self._stop_requested = True
         signal.signal(signal.SIGINT, self.request_force_stop)
@@ -199,6 +199,10 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
             threading.Thread(target=self._record_shutdown_request, name='rqfast-shutdown', daemon=True).start()
         elif self._interruptible:
             raise StopRequested()  # only out of a blocking wait: never between a claim and its record
+
+    def handle_warm_shutdown_request(self) -> None:
+        """RQ's hook for what a warm shutdown does at once (HerokuWorker warns its horse)."""
+        self.log.info('Worker %s: warm shut down requested', self.name)
 
     def _record_shutdown_request(self) -> None:
         try:

@@ -7,9 +7,7 @@ stop_job changes it, as in RQ.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import signal
 import threading
 import time
@@ -22,18 +20,9 @@ from redis.retry import Retry as RedisRetry
 
 from .. import keys
 from ..backoff import Backoff
-from ..text import as_text
+from ..command import handle_command, parse_payload
 
 logger = logging.getLogger('rqfast.worker')
-
-
-def parse(message: dict[str, Any]) -> dict[str, Any] | None:
-    """The command a pub/sub message carries ({'command': ..., 'job_id': ...}); None if it is not one."""
-    try:
-        payload = json.loads(as_text(message['data']))
-    except (ValueError, KeyError):
-        return None
-    return payload if isinstance(payload, dict) else None
 
 
 class CommandListener:
@@ -114,20 +103,17 @@ class Commands:
             listener.stop()
 
     def handle_payload(self, message: dict[str, Any]) -> None:
-        """RQ's pub/sub commands: shutdown, kill-horse, stop-job."""
-        payload = parse(message)
-        if payload is None:
+        """RQ's pub/sub commands: shutdown, kill-horse, stop-job (rqfast.command.handle_command)."""
+        try:
+            payload = parse_payload(message)
+        except (ValueError, KeyError):
             return
-        command = payload.get('command')
-        self.log.info('Worker %s: received command %s', self.name, command)
-        if command == 'shutdown':
-            os.kill(os.getpid(), signal.SIGINT)
-        elif command == 'kill-horse':
-            self.kill_horse()
-        elif command == 'stop-job':
-            job_id = payload.get('job_id')
-            if job_id and job_id in self._in_flight:
-                self.stop_job(job_id)
+        self.log.info('Worker %s: received command %s', self.name, payload.get('command'))
+        handle_command(self, payload)  # type: ignore[arg-type]
+
+    def is_working_on(self, job_id: str) -> bool:
+        """Whether the job is one this worker runs now (a stop-job for another one is ignored)."""
+        return job_id in self._in_flight
 
     def kill_horse(self, sig: int = signal.SIGKILL) -> None:
         """Only workers with a horse have one to kill."""

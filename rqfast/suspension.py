@@ -1,0 +1,34 @@
+"""Suspending every worker on a Redis (RQ's `rq:suspended` flag): jobs in hand finish, no new ones start."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from redis import Redis
+
+from . import keys
+
+if TYPE_CHECKING:
+    from .worker import BaseWorker
+
+WORKERS_SUSPENDED = keys.SUSPENDED
+
+
+def is_suspended(connection: Redis, worker: BaseWorker | None = None) -> bool:
+    """Whether workers are suspended; a worker asking heartbeats first, as in RQ."""
+    if worker is not None:
+        worker.heartbeat()
+    return bool(connection.exists(keys.SUSPENDED))
+
+
+def suspend(connection: Redis, ttl: int | None = None) -> None:
+    """Suspend until resume(), or for ttl seconds (a ttl of 0 or less ends it at once, as RQ's expire does)."""
+    if ttl is not None and ttl <= 0:
+        connection.delete(keys.SUSPENDED)
+    else:
+        connection.set(keys.SUSPENDED, 1, ex=ttl)
+
+
+def resume(connection: Redis) -> int:
+    """End a suspension; the number of keys deleted (1 if workers were suspended), as RQ returns."""
+    return int(connection.delete(keys.SUSPENDED))
