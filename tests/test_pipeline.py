@@ -20,6 +20,7 @@ from rqfast import Queue
 from rqfast.exceptions import DuplicateJobError, InvalidJobOperation
 from rqfast.job import Job, JobStatus
 from rqfast.registry import FailedJobRegistry
+from rqfast.results import Result
 
 try:
     import jobs
@@ -257,6 +258,33 @@ def test_plain_writes_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis
         return []
 
     run_both(redis_conn, setup, queued, transaction)
+
+
+@TRANSACTION
+def test_results_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+    started = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    ended = started + timedelta(seconds=2)
+
+    def queued(impl: Any, conn: redis.Redis, pipe: Any, made: list[Any]) -> list[Any]:
+        first, second = made
+        kind = impl.Result.Type
+        ok = impl.Result.create(first, kind.SUCCESSFUL, 100, return_value={'x': 1}, worker_name='w', pipeline=pipe)
+        assert ok.id is None  # the entry id comes with execute()
+        impl.Result.create_failure(first, 50, 'Traceback: boom', pipeline=pipe, execution_id='e1')
+        impl.Result.create_retried(second, -1, None, 'w', 'e2', started, ended, pipeline=pipe)
+        impl.Result.create_max_retries_exceeded(second, None, 3, 'w', 'e3', started, ended, pipeline=pipe)
+        return []
+
+    run_both(redis_conn, parent_and_dependent, queued, transaction)
+
+
+def test_results_written_at_once_read_back(connection: redis.Redis) -> None:
+    job = Queue('q', connection=connection).enqueue(jobs.noop)
+    written = Result.create(job, Result.Type.SUCCESSFUL, ttl=10, return_value=[1, 2])
+    assert written.id
+    assert Result.fetch_latest(job) == written
+    assert job.return_value() == [1, 2]
+    assert 0 < connection.ttl(Result.get_key(job.id)) <= 10
 
 
 # ---------------------------------------------------------------------------------------------------
