@@ -69,19 +69,22 @@ class Script:
         the NOSCRIPT-retry of __call__ cannot happen there. So the first call of a script in the batch
         the pipeline holds is an EVAL with the whole source, which also caches it on the server; later
         calls in the same batch are EVALSHAs, which Redis runs after that EVAL, in order, on the same
-        connection (so a pipeline of many enqueues sends the source once, not once per job).
+        connection (so a pipeline of many enqueues sends the source once, not once per job). Inside a
+        MULTI nothing runs in between; in a non-transactional one (not atomic anyway) only another
+        client's SCRIPT FLUSH in between could take the script away.
         """
         if pipeline.watching and not pipeline.explicit_transaction:
             pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
+        stack = pipeline.command_stack
         batch, sent = _sent_in_batch.get(pipeline, (None, set()))
-        if batch is not pipeline.command_stack:  # execute() and reset() start a new command_stack
+        if batch is not stack:  # execute() and reset() start a new command_stack: a new batch
             sent = set()
-            _sent_in_batch[pipeline] = (pipeline.command_stack, sent)
-        queue: Any = pipeline  # redis-py leaves execute_command untyped
+            _sent_in_batch[pipeline] = (stack, sent)
+        client: Any = pipeline  # redis-py leaves execute_command untyped
         if self.sha in sent:
-            queue.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
         else:
-            queue.execute_command('EVAL', self.source, 0, keys.PREFIX, *args)
+            client.execute_command('EVAL', self.source, 0, keys.PREFIX, *args)
             sent.add(self.sha)
 
 
