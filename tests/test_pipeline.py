@@ -1,10 +1,10 @@
 """`pipeline=` on the public API: the caller's pipeline gets the writes, nothing is written before
 its execute(), and then the db is what rq writes for the same calls queued into a pipeline.
 
-The oracle half runs every scenario with rq, then with the library under test, on a MULTI pipeline
-and on a non-transactional one, and compares the dbs field by field (tests/snapshot.py). The other
-half runs on both backends: the caller's own commands and rqfast's script calls apply together (or
-not at all), and a queued script call never depends on the server's script cache.
+Each scenario runs with rq, then with the library under test, on a MULTI pipeline and on a
+non-transactional one, on the real server and on fakeredis, and the dbs are compared field by field
+(tests/snapshot.py). The last tests check that the caller's own commands and rqfast's script calls
+apply together (or not at all), and that a queued script call never depends on the script cache.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ TRANSACTION = pytest.mark.parametrize('transaction', [True, False], ids=['multi'
 
 
 @TRANSACTION
-def test_enqueue_calls_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_enqueue_calls_in_a_pipeline_write_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     def queued(impl: Any, conn: redis.Redis, pipe: Any, made: list[Any]) -> list[Any]:
         q, other = impl.Queue('q', connection=conn), impl.Queue('other', connection=conn)
         first = q.enqueue(jobs.add, 1, 2, pipeline=pipe)
@@ -116,13 +116,13 @@ def test_enqueue_calls_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redi
             assert job.get_status(refresh=False) == JobStatus.QUEUED
         return [first, second, third, fourth]
 
-    run_both(redis_conn, nothing, queued, transaction)
+    run_both(connection, nothing, queued, transaction)
 
 
 @TRANSACTION
 @pytest.mark.parametrize('parent', [finished_parent, queued_parent], ids=['finished', 'unfinished'])
 def test_enqueue_with_dependency_in_a_pipeline_writes_what_rq_writes(
-    redis_conn: redis.Redis, transaction: bool, parent: Setup
+    connection: redis.Redis, transaction: bool, parent: Setup
 ) -> None:
     def queued(impl: Any, conn: redis.Redis, pipe: Any, made: list[Any]) -> list[Any]:
         child = impl.Queue('q', connection=conn).enqueue(jobs.add, 3, 4, depends_on=made[0], pipeline=pipe)
@@ -130,11 +130,11 @@ def test_enqueue_with_dependency_in_a_pipeline_writes_what_rq_writes(
         assert child.get_status(refresh=False) == expected  # what the script will decide, as in rq
         return [child]
 
-    run_both(redis_conn, parent, queued, transaction)
+    run_both(connection, parent, queued, transaction)
 
 
 @TRANSACTION
-def test_enqueue_many_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_enqueue_many_in_a_pipeline_writes_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     def setup(impl: Any, conn: redis.Redis) -> list[Any]:
         return finished_parent(impl, conn) + queued_parent(impl, conn)
 
@@ -151,11 +151,11 @@ def test_enqueue_many_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redi
         assert [job.get_status(refresh=False) for job in enqueued] == ['queued', 'queued', 'deferred', 'queued']
         return []
 
-    run_both(redis_conn, setup, queued, transaction)
+    run_both(connection, setup, queued, transaction)
 
 
 @TRANSACTION
-def test_scheduling_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_scheduling_in_a_pipeline_writes_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     when = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
     def queued(impl: Any, conn: redis.Redis, pipe: Any, made: list[Any]) -> list[Any]:
@@ -166,18 +166,18 @@ def test_scheduling_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis,
         assert {job.get_status(refresh=False) for job in (at, later, scheduled)} == {JobStatus.SCHEDULED}
         return [at, later, scheduled]
 
-    run_both(redis_conn, nothing, queued, transaction)
+    run_both(connection, nothing, queued, transaction)
 
 
-def test_unique_enqueue_ignores_the_pipeline_as_rq_does(redis_conn: redis.Redis) -> None:
+def test_unique_enqueue_ignores_the_pipeline_as_rq_does(connection: redis.Redis) -> None:
     """RQ runs its check-and-save script at once for unique=True, so DuplicateJobError raises at the call."""
     for name in (REFERENCE, UNDER_TEST):
         impl = implementation(name)
-        redis_conn.flushdb()
-        q = impl.Queue('q', connection=redis_conn)
-        with redis_conn.pipeline() as pipe:
+        connection.flushdb()
+        q = impl.Queue('q', connection=connection)
+        with connection.pipeline() as pipe:
             q.enqueue(jobs.add, 1, 2, job_id='once', unique=True, pipeline=pipe)
-            assert redis_conn.exists('rq:job:once'), name
+            assert connection.exists('rq:job:once'), name
             with pytest.raises(impl.exceptions.DuplicateJobError):
                 q.enqueue(jobs.add, 1, 2, job_id='once', unique=True, pipeline=pipe)
             with pytest.raises(impl.exceptions.DuplicateJobError):
@@ -191,7 +191,7 @@ def test_unique_enqueue_ignores_the_pipeline_as_rq_does(redis_conn: redis.Redis)
 
 
 @TRANSACTION
-def test_cancel_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_cancel_in_a_pipeline_writes_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     def queued(impl: Any, conn: redis.Redis, pipe: Any, made: list[Any]) -> list[Any]:
         parent, child = made
         child.cancel(pipeline=pipe)
@@ -200,10 +200,10 @@ def test_cancel_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, tra
             assert child.get_status(refresh=False) == JobStatus.CANCELED
         return []
 
-    run_both(redis_conn, parent_and_dependent, queued, transaction)
+    run_both(connection, parent_and_dependent, queued, transaction)
 
 
-def test_cancel_enqueue_dependents_in_a_watched_pipeline_writes_what_rq_writes(redis_conn: redis.Redis) -> None:
+def test_cancel_enqueue_dependents_in_a_watched_pipeline_writes_what_rq_writes(connection: redis.Redis) -> None:
     """RQ's own test does this: WATCH, cancel(enqueue_dependents=True), the caller's SET, execute.
 
     rq reads the dependents and sets the status at once (the pipeline is in WATCH mode); rqfast switches
@@ -215,11 +215,11 @@ def test_cancel_enqueue_dependents_in_a_watched_pipeline_writes_what_rq_writes(r
         pipe.set('caller:watched', 'changed')
         return []
 
-    run_both(redis_conn, parent_and_dependent, queued, transaction=True, watch=True)
+    run_both(connection, parent_and_dependent, queued, transaction=True, watch=True)
 
 
 @TRANSACTION
-def test_delete_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_delete_in_a_pipeline_writes_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     def setup(impl: Any, conn: redis.Redis) -> list[Any]:
         q = impl.Queue('q', connection=conn)
         parent = q.enqueue(jobs.noop)
@@ -236,11 +236,11 @@ def test_delete_in_a_pipeline_writes_what_rq_writes(redis_conn: redis.Redis, tra
         alone.delete(pipeline=pipe, remove_from_queue=False)
         return []
 
-    run_both(redis_conn, setup, queued, transaction)
+    run_both(connection, setup, queued, transaction)
 
 
 @TRANSACTION
-def test_plain_writes_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_plain_writes_in_a_pipeline_write_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     def setup(impl: Any, conn: redis.Redis) -> list[Any]:
         q = impl.Queue('q', connection=conn)
         return [q.enqueue(jobs.noop), q.enqueue(jobs.add, 1, 2), q.enqueue(jobs.noop)]
@@ -257,11 +257,11 @@ def test_plain_writes_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis
         impl.FinishedJobRegistry('q', connection=conn).remove(second, pipeline=pipe)
         return []
 
-    run_both(redis_conn, setup, queued, transaction)
+    run_both(connection, setup, queued, transaction)
 
 
 @TRANSACTION
-def test_results_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis, transaction: bool) -> None:
+def test_results_in_a_pipeline_write_what_rq_writes(connection: redis.Redis, transaction: bool) -> None:
     started = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     ended = started + timedelta(seconds=2)
 
@@ -275,7 +275,7 @@ def test_results_in_a_pipeline_write_what_rq_writes(redis_conn: redis.Redis, tra
         impl.Result.create_max_retries_exceeded(second, None, 3, 'w', 'e3', started, ended, pipeline=pipe)
         return []
 
-    run_both(redis_conn, parent_and_dependent, queued, transaction)
+    run_both(connection, parent_and_dependent, queued, transaction)
 
 
 def test_results_written_at_once_read_back(connection: redis.Redis) -> None:
