@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import executions  # noqa: F401  (job.get_executions() needs it loaded)
 from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
 from .repeat import Repeat

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
-from .jobhash import job_fields
+from .scripts import enqueue_record
 from .status import JobStatus
 
 if TYPE_CHECKING:
@@ -21,36 +21,7 @@ if TYPE_CHECKING:
 
     from .jobspec import JobSpec
 
-
-def enqueue_record(
-    job: JobSpec,
-    mode: str,
-    at_front: bool = False,
-    unique: bool = False,
-    score: int | str = '',
-    allow_failure: bool = False,
-) -> list[Any]:
-    """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and enqueued_at itself."""
-    fields = job_fields(job)
-    fields.pop('status', None)
-    fields.pop('enqueued_at', None)
-    dependency_ids = job.depends_on_ids
-    record: list[Any] = [
-        job.id,
-        mode,
-        int(bool(at_front)),
-        int(unique),
-        job.ttl or '',
-        score,
-        int(allow_failure),
-        len(dependency_ids),
-        *dependency_ids,
-        len(fields),
-    ]
-    for name, value in fields.items():
-        record.extend((name, value))
-    return record
+__all__ = ['enqueue_record', 'store_jobs']  # enqueue_record: the record layout is the script wrapper's
 
 
 def store_jobs(
@@ -85,8 +56,8 @@ def store_jobs(
 def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
     """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
     dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
-    dependencies = [_record_dependencies(record) for record in records]
-    wanted = sorted({dep_id for dep_ids, _ in dependencies for dep_id in dep_ids})
+    dependencies = [scripts.record_dependencies(record) for record in records]
+    wanted = sorted({dep_id for _, dep_ids, _ in dependencies for dep_id in dep_ids})
     statuses: dict[str, Any] = {}
     if wanted:
         with connection.pipeline(transaction=False) as reads:
@@ -94,8 +65,7 @@ def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
                 reads.hget(keys.job_key(dep_id), 'status')
             statuses = dict(zip(wanted, reads.execute(), strict=True))
     expected = []
-    for record, (dep_ids, allow_failure) in zip(records, dependencies, strict=True):
-        mode = record[1]
+    for mode, dep_ids, allow_failure in dependencies:
         met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if allow_failure else set())
         if mode == 'schedule':
             expected.append('scheduled')
@@ -104,9 +74,3 @@ def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
         else:
             expected.append('stored' if mode == 'store' else 'queued')
     return expected
-
-
-def _record_dependencies(record: list[Any]) -> tuple[list[str], bool]:
-    """A record's dependency ids and whether a failed one counts as met (batch mode only)."""
-    count = record[7]
-    return list(record[8 : 8 + count]), record[1] == 'batch' and record[6] == 1

@@ -16,13 +16,25 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
+from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .enqueueing import enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .jobhash import job_fields, restore_job
-from .jobspec import JOB_ID_PATTERN, Callback, Dependency, JobSpec, Retry, call_string, parse_job_id, validate_job_id
+from .jobspec import (
+    JOB_ID_PATTERN,
+    UNEVALUATED,
+    Callback,
+    Dependency,
+    JobSpec,
+    Retry,
+    call_string,
+    parse_job_id,
+    validate_job_id,
+)
 from .results import Result
 from .status import JobStatus
 from .text import as_text
+from .types import JobDependencyType
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -30,7 +42,11 @@ if TYPE_CHECKING:
     from .registry import BaseRegistry
 
 __all__ = [
+    'CALLBACK_TIMEOUT',
     'JOB_ID_PATTERN',
+    'UNEVALUATED',
+    'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD',
+    'JobDependencyType',
     'Callback',
     'Dependency',
     'Job',
@@ -296,6 +312,17 @@ class Job(JobSpec):
     @property
     def finished_job_registry(self) -> Any:
         return self._registry('finished')
+
+    @property
+    def execution_registry(self) -> Any:
+        """This job's executions (rqfast.executions sets the class when imported, as `import rqfast` does)."""
+        if 'executions' not in self.registry_classes:
+            raise RuntimeError('job.execution_registry needs rqfast.executions: import it (or rqfast) first')
+        return self.registry_classes['executions'](self.id, connection=self.connection)
+
+    def get_executions(self) -> list[Any]:
+        """The job's live executions (rqfast.executions.Execution), as the claim script recorded them."""
+        return self.execution_registry.get_executions()  # type: ignore[no-any-return]
 
 
 async def _await(awaitable: Any) -> Any:

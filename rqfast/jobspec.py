@@ -110,18 +110,18 @@ def _as_list(obj: Any) -> list[Any]:
 
 
 _J = TypeVar('_J', bound='JobSpec')
-_UNSET: Any = object()  # a part of the call not built (or not deserialized) yet
+UNEVALUATED: Any = object()  # RQ's name: a part of the call not built (or not deserialized) yet
 
 
 class JobSpec(JobRecord):
     """A job's fields and call in memory; Job (rqfast.job) reads and writes them in Redis."""
 
     # The call is held as `_data` (serialized) and/or the four parts, each built from the other on demand.
-    _data: Any = _UNSET
-    _func_name: Any = _UNSET
-    _instance: Any = _UNSET
-    _args: Any = _UNSET
-    _kwargs: Any = _UNSET
+    _data: Any = UNEVALUATED
+    _func_name: Any = UNEVALUATED
+    _instance: Any = UNEVALUATED
+    _args: Any = UNEVALUATED
+    _kwargs: Any = UNEVALUATED
 
     def __init__(self, id: str | None = None, connection: Redis | None = None, serializer: Any = None):
         """Every other stored field starts at JobRecord's class-level default."""
@@ -299,12 +299,12 @@ class JobSpec(JobRecord):
 
     @property
     def data(self) -> bytes:
-        if self._data is _UNSET:
-            if self._func_name is _UNSET:
+        if self._data is UNEVALUATED:
+            if self._func_name is UNEVALUATED:
                 raise ValueError('Cannot build the job data')
-            self._instance = None if self._instance is _UNSET else self._instance
-            self._args = () if self._args is _UNSET else self._args
-            self._kwargs = {} if self._kwargs is _UNSET else self._kwargs
+            self._instance = None if self._instance is UNEVALUATED else self._instance
+            self._args = () if self._args is UNEVALUATED else self._args
+            self._kwargs = {} if self._kwargs is UNEVALUATED else self._kwargs
             self._data = self.serializer.dumps((self._func_name, self._instance, self._args, self._kwargs))
         data: bytes = self._data
         return data
@@ -312,18 +312,18 @@ class JobSpec(JobRecord):
     @data.setter
     def data(self, value: bytes) -> None:
         self._data = value
-        self._func_name = self._instance = self._args = self._kwargs = _UNSET
+        self._func_name = self._instance = self._args = self._kwargs = UNEVALUATED
 
     def _call_part(self, name: str) -> Any:
-        if getattr(self, name) is _UNSET:
+        if getattr(self, name) is UNEVALUATED:
             self._deserialize_data()
         return getattr(self, name)
 
     def _set_call_part(self, name: str, value: Any) -> None:
-        if self._func_name is _UNSET and self._data is not _UNSET:
+        if self._func_name is UNEVALUATED and self._data is not UNEVALUATED:
             self._deserialize_data()
         setattr(self, name, value)
-        self._data = _UNSET
+        self._data = UNEVALUATED
 
     func_name = property(
         lambda self: self._call_part('_func_name'), lambda self, v: self._set_call_part('_func_name', v)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +24,7 @@ from .dates import epoch_seconds, now
 from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
 from .exceptions import AbandonedJobError, NoSuchJobError
 from .execution import fail_job
+from .intermediate_queue import IntermediateQueue
 from .job import Job
 from .jobhash import restore_job, unreadable_fields
 from .outcome import Outcome, OutcomeKind
@@ -189,3 +191,13 @@ def _run_failure_callbacks(
             fail_job(job, (AbandonedJobError, AbandonedJobError(), None), penalty, handlers)
         except Exception as exc:  # a callback must not stop the pass for the other jobs
             logger.warning('Job %s: failure callback for an abandoned job raised: %s', job_id, exc)
+
+
+def clean_intermediate_queue(worker: Any, queue: Any) -> None:
+    """Deprecated in RQ 2.x: IntermediateQueue(queue.key, connection).cleanup(worker, queue)."""
+    warnings.warn(
+        'clean_intermediate_queue is deprecated. Use IntermediateQueue.cleanup instead.',
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    IntermediateQueue(queue.key, connection=queue.connection).cleanup(worker, queue)

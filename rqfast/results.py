@@ -20,6 +20,11 @@ if TYPE_CHECKING:  # a spawned horse imports this module but not redis-py
     from .job import Job
 
 
+def get_key(job_id: str) -> str:
+    """`rq:results:<job id>`: the stream of a job's results (RQ's rq.results.get_key)."""
+    return keys.results_key(job_id)
+
+
 class Result:
     class Type(Enum):
         SUCCESSFUL = 1

@@ -13,13 +13,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import keys
+from .dates import epoch_seconds, now, utcformat
 from .defaults import HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, RESULTS_MAXLEN
+from .exceptions import DuplicateJobError
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
+    from datetime import datetime
     from pathlib import Path
 
     from redis import Redis
     from redis.client import Pipeline
+
+    from .jobspec import JobSpec
 
 
 def _search_path() -> tuple[Path, Path]:
@@ -108,6 +113,46 @@ def script(name: str) -> Script:
     if found is None:
         found = _scripts[name] = Script(name)
     return found
+
+
+def enqueue_record(
+    job: JobSpec,
+    mode: str,
+    at_front: bool = False,
+    unique: bool = False,
+    score: int | str = '',
+    allow_failure: bool = False,
+) -> list[Any]:
+    """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
+    and enqueued_at itself."""
+    from .jobhash import job_fields
+
+    fields = job_fields(job)
+    fields.pop('status', None)
+    fields.pop('enqueued_at', None)
+    dependency_ids = job.depends_on_ids
+    record: list[Any] = [
+        job.id,
+        mode,
+        int(bool(at_front)),
+        int(unique),
+        job.ttl or '',
+        score,
+        int(allow_failure),
+        len(dependency_ids),
+        *dependency_ids,
+        len(fields),
+    ]
+    for name, value in fields.items():
+        record.extend((name, value))
+    return record
+
+
+def record_dependencies(record: list[Any]) -> tuple[str, list[str], bool]:
+    """An enqueue record's mode, its dependency ids, and whether a failed one counts as met (as the
+    script judges: in batch mode only)."""
+    mode, count = record[1], record[7]
+    return mode, list(record[8 : 8 + count]), mode == 'batch' and record[6] == 1
 
 
 def enqueue_jobs(
@@ -366,3 +411,55 @@ class DirectLine:
 
     def close(self) -> None:
         self._client.close()
+
+
+# --- RQ 2.12's rq.scripts functions: the same signatures and Redis effects, on rqfast's scripts
+
+
+def save_unique_job(
+    connection: Redis, queue_key: str, job: JobSpec, enqueue: bool = True, at_front: bool = False
+) -> bool:
+    """Store the job unless its id exists, and push it onto the queue (not with enqueue=False).
+
+    DuplicateJobError when a job with that id exists (nothing is written).
+    """
+    queue = keys.queue_name_from_key(queue_key)
+    record = enqueue_record(job, 'queue' if enqueue else 'store', at_front=at_front, unique=True)
+    return _stored_once(job, enqueue_jobs(connection, queue, *_now(), [record]))
+
+
+def schedule_unique_job(
+    connection: Redis, queue_key: str, registry_key: str, job: JobSpec, scheduled_datetime: datetime
+) -> bool:
+    """Store the job unless its id exists, and schedule it for scheduled_datetime (naive: local time).
+
+    DuplicateJobError when a job with that id exists; ValueError for a registry key that is not the
+    queue's scheduled registry (nothing is written).
+    """
+    queue = keys.queue_name_from_key(queue_key)
+    if registry_key != keys.scheduled_registry_key(queue):
+        raise ValueError(f'{registry_key!r} is not the scheduled registry of queue {queue!r}')
+    record = enqueue_record(job, 'schedule', unique=True, score=epoch_seconds(scheduled_datetime))
+    return _stored_once(job, enqueue_jobs(connection, queue, *_now(), [record]))
+
+
+def _now() -> tuple[str, int]:
+    moment = now()
+    return utcformat(moment), epoch_seconds(moment)
+
+
+def _stored_once(job: JobSpec, statuses: list[str] | None) -> bool:
+    if statuses is not None and statuses[0] == 'duplicate':  # None: only for a caller's pipeline
+        raise DuplicateJobError(f"Job with ID '{job.id}' already exists")
+    return True
+
+
+def acquire_or_refresh_lock(connection: Redis, lock_key: str, owner_token: str, ttl: int) -> str:
+    """'acquired' (the lock was free), 'refreshed' (owner_token held it: its TTL is ttl again) or 'taken'."""
+    reply = int(script('acquire_or_refresh_lock')(connection, [lock_key, owner_token, ttl]))
+    return {1: 'acquired', 2: 'refreshed'}.get(reply, 'taken')
+
+
+def release_lock(connection: Redis, lock_key: str, owner_token: str) -> bool:
+    """Delete the lock if owner_token still holds it; False when it is absent or another's."""
+    return bool(script('release_lock')(connection, [lock_key, owner_token]))

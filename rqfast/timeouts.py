@@ -88,3 +88,8 @@ class UnixSignalDeathPenalty(BaseDeathPenalty):
 
 class TimerDeathPenalty(UnixSignalDeathPenalty):
     """RQ's name for the thread-based penalty; here the same SIGALRM mechanism."""
+
+
+def get_default_death_penalty_class() -> type[BaseDeathPenalty]:
+    """The penalty for this platform: SIGALRM where it exists (RQ picks a timer thread elsewhere)."""
+    return UnixSignalDeathPenalty if hasattr(signal, 'SIGALRM') else TimerDeathPenalty
