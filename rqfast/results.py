@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import from_epoch, now
-from .defaults import RESULTS_MAXLEN, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
 from .text import as_text
 
@@ -73,114 +73,6 @@ class Result:
     @classmethod
     def get_key(cls, job_id: str) -> str:
         return keys.results_key(job_id)
-
-    # --- writing one, as RQ's API does (the worker writes its results in its finish script)
-
-    @classmethod
-    def create(
-        cls,
-        job: Job,
-        type: Type,
-        ttl: int | None,
-        return_value: Any = None,
-        exc_string: str | None = None,
-        worker_name: str = '',
-        pipeline: Any = None,
-        execution_id: str | None = None,
-        execution_started_at: datetime | None = None,
-        execution_ended_at: datetime | None = None,
-    ) -> Result:
-        result = cls(
-            job.id,
-            type,
-            connection=job.connection,
-            return_value=return_value,
-            exc_string=exc_string,
-            worker_name=worker_name,
-            serializer=job.serializer,
-            execution_id=execution_id,
-            execution_started_at=execution_started_at,
-            execution_ended_at=execution_ended_at,
-        )
-        result.save(ttl=ttl, pipeline=pipeline)
-        return result
-
-    @classmethod
-    def create_failure(
-        cls,
-        job: Job,
-        ttl: int | None,
-        exc_string: str,
-        worker_name: str = '',
-        pipeline: Any = None,
-        execution_id: str | None = None,
-        execution_started_at: datetime | None = None,
-        execution_ended_at: datetime | None = None,
-    ) -> Result:
-        execution = (execution_id, execution_started_at, execution_ended_at)
-        return cls.create(job, cls.Type.FAILED, ttl, None, exc_string, worker_name, pipeline, *execution)
-
-    @classmethod
-    def create_retried(
-        cls,
-        job: Job,
-        ttl: int | None,
-        return_value: Any,
-        worker_name: str,
-        execution_id: str,
-        execution_started_at: datetime,
-        execution_ended_at: datetime,
-        pipeline: Any = None,
-    ) -> Result:
-        execution = (execution_id, execution_started_at, execution_ended_at)
-        return cls.create(job, cls.Type.RETRIED, ttl, return_value, None, worker_name, pipeline, *execution)
-
-    @classmethod
-    def create_max_retries_exceeded(
-        cls,
-        job: Job,
-        ttl: int | None,
-        return_value: Any,
-        worker_name: str,
-        execution_id: str,
-        execution_started_at: datetime,
-        execution_ended_at: datetime,
-        pipeline: Any = None,
-    ) -> Result:
-        execution = (execution_id, execution_started_at, execution_ended_at)
-        kind = cls.Type.MAX_RETRIES_EXCEEDED
-        return cls.create(job, kind, ttl, return_value, None, worker_name, pipeline, *execution)
-
-    def save(self, ttl: int | None, pipeline: Any = None) -> str | None:
-        """XADD the entry and set the stream's TTL (-1: none). Queued into `pipeline`, the entry's id
-        comes with the caller's execute(), so `id` stays None, as in RQ."""
-        key = keys.results_key(self.job_id)
-        target = pipeline if pipeline is not None else self.connection
-        fields: dict[Any, Any] = self.serialize()
-        entry_id = target.xadd(key, fields, maxlen=RESULTS_MAXLEN)
-        if pipeline is None:
-            self.id = as_text(entry_id)
-        if ttl == -1:
-            target.persist(key)
-        elif ttl is not None:
-            target.expire(key, ttl)
-        return self.id
-
-    def serialize(self) -> dict[str, Any]:
-        """The stream entry's fields, as RQ writes them."""
-        data: dict[str, Any] = {'type': self.type.value, 'worker_name': self.worker_name}
-        if self.exc_string is not None:
-            data['exc_string'] = encode_exc_string(self.exc_string)
-        return_value = encode_return_value(self.serializer, self.return_value)
-        if return_value is not None:
-            data['return_value'] = return_value
-        if self.execution_id:
-            data['execution_id'] = self.execution_id
-        if self.execution_started_at:
-            data['execution_started_at'] = self.execution_started_at.timestamp()
-        if self.execution_ended_at:
-            data['execution_ended_at'] = self.execution_ended_at.timestamp()
-        return data
 
     @classmethod
     def all(cls, job: Job, serializer: Any = None) -> list[Result]:
