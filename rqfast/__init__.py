@@ -7,6 +7,7 @@ from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
 from .repeat import Repeat
 from .version import VERSION
+from .webhook import Webhook
 from .worker import ForkingWorker, SimpleWorker, SpawnWorker, Worker
 
 __version__ = VERSION
@@ -19,6 +20,7 @@ __all__ = [
     'Queue',
     'Repeat',
     'Retry',
+    'Webhook',
     'SimpleWorker',
     'SpawnWorker',
     'Worker',

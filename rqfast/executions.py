@@ -175,6 +175,7 @@ def prepare_execution(worker: BaseWorker, job: Job) -> Execution:
         execution = Execution.create(job, ttl, pipeline=pipeline, worker_name=worker.name)
         pipeline.hset(worker.key, 'state', WorkerStatus.BUSY.value)
         pipeline.execute()
+    worker.execution = execution
     return execution
 
 

@@ -34,7 +34,7 @@ from .jobspec import (
 from .results import Result
 from .status import JobStatus
 from .text import as_text
-from .types import JobDependencyType
+from .types import FunctionReferenceType, JobDependencyType
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -46,6 +46,7 @@ __all__ = [
     'JOB_ID_PATTERN',
     'UNEVALUATED',
     'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD',
+    'FunctionReferenceType',
     'JobDependencyType',
     'Callback',
     'Dependency',

@@ -96,13 +96,15 @@ def connect(
     return connection
 
 
-def redis_from_settings(settings: Mapping[str, Any], connection_class: type[redis.Redis]) -> redis.Redis:
+def redis_from_settings(
+    settings: Mapping[str, Any], connection_class: type[redis.Redis], sentinel_class: Any = Sentinel
+) -> redis.Redis:
     """RQ's get_redis_from_config: REDIS_URL, else SENTINEL, else REDIS_HOST and friends."""
     if settings.get('REDIS_URL'):
         return connection_class.from_url(settings['REDIS_URL'])
     sentinel = settings.get('SENTINEL')
     if isinstance(sentinel, Mapping):
-        return _sentinel_master(sentinel, connection_class)
+        return _sentinel_master(sentinel, connection_class, sentinel_class)
     return connection_class(
         host=settings.get('REDIS_HOST', 'localhost'),
         port=int(settings.get('REDIS_PORT', 6379)),
@@ -117,7 +119,9 @@ def redis_from_settings(settings: Mapping[str, Any], connection_class: type[redi
     )
 
 
-def _sentinel_master(sentinel: Mapping[str, Any], connection_class: type[redis.Redis]) -> redis.Redis:
+def _sentinel_master(
+    sentinel: Mapping[str, Any], connection_class: type[redis.Redis], sentinel_class: Any
+) -> redis.Redis:
     kwargs = {
         'db': sentinel.get('DB', 0),
         'username': sentinel.get('USERNAME'),
@@ -127,11 +131,8 @@ def _sentinel_master(sentinel: Mapping[str, Any], connection_class: type[redis.R
         **sentinel.get('CONNECTION_KWARGS', {}),
     }
     instances = sentinel.get('INSTANCES', [('localhost', 26379)])
-    # redis-py's Sentinel is untyped.
-    manager = Sentinel(instances, sentinel_kwargs=sentinel.get('SENTINEL_KWARGS', {}), **kwargs)  # type: ignore[no-untyped-call]
-    master: redis.Redis = manager.master_for(  # type: ignore[no-untyped-call]
-        sentinel.get('MASTER_NAME', 'mymaster'), redis_class=connection_class
-    )
+    manager = sentinel_class(instances, sentinel_kwargs=sentinel.get('SENTINEL_KWARGS', {}), **kwargs)
+    master: redis.Redis = manager.master_for(sentinel.get('MASTER_NAME', 'mymaster'), redis_class=connection_class)
     return master
 
 

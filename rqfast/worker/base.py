@@ -57,6 +57,8 @@ from .commands import Commands
 from .finishing import Finishing
 from .order import DequeueStrategy, QueueOrder
 from .records import WorkerRecords
+from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
+from .signals import signal_name
 from .upkeep import Duties, Upkeep
 from .waiting import Waiter
 
@@ -189,6 +191,7 @@ class BaseWorker(WorkerRecords, Commands, Duties, Finishing):
 
     def request_stop(self, signum: int, frame: Any) -> None:
         """Warm shutdown: finish the job in hand, then stop. A second signal is a cold shutdown."""
+        self.log.debug('Worker %s: got signal %s', self.name, signal_name(signum))
         self.handle_warm_shutdown_request()
         self._shutdown_requested_date = dates.now()
         self._stop_requested = True

@@ -18,6 +18,8 @@ from redis import Redis
 
 from .. import engine, keys, scripts
 from ..dates import now, utcformat, utcparse
+from ..executions import Execution, heartbeat_ttl, prepare_execution
+from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
 
@@ -195,6 +197,19 @@ class WorkerRecords:
 
     def get_current_job_id(self) -> str | None:
         return read_current_job_id(self.connection, self.name)
+
+    # RQ's execution API, for code that drives a worker by hand (the claim script does this in work())
+    execution: Execution | None = None
+
+    def get_heartbeat_ttl(self, job: Job) -> int:
+        """Seconds a started job stays alive without a heartbeat (the claim script's rule)."""
+        return heartbeat_ttl(job.timeout, self.job_monitoring_interval)
+
+    def prepare_execution(self, job: Job) -> Execution:
+        """A new execution of the job, recorded as the claim script records one; the worker is busy."""
+        execution = prepare_execution(self, job)  # type: ignore[arg-type]
+        self._state = WorkerStatus.BUSY
+        return execution
 
     @classmethod
     def all_keys(cls, connection: Redis, queue: Any = None) -> list[str]:

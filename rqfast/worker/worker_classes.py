@@ -14,10 +14,19 @@ from typing import Any
 from ..horse import HorseSettings, ImminentShutdown
 from .forking import Worker
 from .order import DequeueStrategy
+from .signals import SHUTDOWN_SIGNAL
 from .simple import SimpleWorker
 from .spawn import SpawnWorker
 
-__all__ = ['HerokuWorker', 'RandomWorker', 'RoundRobinWorker', 'SimpleWorker', 'SpawnWorker', 'Worker']
+__all__ = [
+    'SHUTDOWN_SIGNAL',
+    'HerokuWorker',
+    'RandomWorker',
+    'RoundRobinWorker',
+    'SimpleWorker',
+    'SpawnWorker',
+    'Worker',
+]
 
 
 class HerokuWorker(Worker):
