@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import scripts
+from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
 from .scripts import enqueue_record
@@ -17,16 +17,32 @@ from .status import JobStatus
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
     from .jobspec import JobSpec
 
 __all__ = ['enqueue_record', 'store_jobs']  # enqueue_record: the record layout is the script wrapper's
 
 
-def store_jobs(connection: Redis, queue: str, jobs: Sequence[JobSpec], records: list[list[Any]]) -> None:
-    """One enqueue_jobs.lua call for `records` (one per job); each job's status and enqueued_at follow."""
+def store_jobs(
+    connection: Redis,
+    queue: str,
+    jobs: Sequence[JobSpec],
+    records: list[list[Any]],
+    pipeline: Pipeline | None = None,
+) -> None:
+    """One enqueue_jobs.lua call for `records` (one per job); each job's status and enqueued_at follow.
+
+    Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
+    jobs then get the status the script will give them, read from their dependencies now, as RQ's
+    enqueue does with a pipeline (a dependency that changes before execute() is the script's to judge).
+    """
     moment = now()
-    statuses = scripts.enqueue_jobs(connection, queue, utcformat(moment), epoch_seconds(moment), records)
+    statuses = scripts.enqueue_jobs(
+        connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline
+    )
+    if statuses is None:
+        statuses = expected_statuses(connection, records)
     for job, status in zip(jobs, statuses, strict=True):
         if status == 'duplicate':
             raise DuplicateJobError(f'Job with ID {job.id} already exists')
@@ -35,3 +51,26 @@ def store_jobs(connection: Redis, queue: str, jobs: Sequence[JobSpec], records: 
         job.set_local_status(JobStatus.QUEUED if status == 'stored' else JobStatus(status))
         if status in ('queued', 'stored'):
             job.enqueued_at = moment
+
+
+def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
+    """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
+    dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
+    dependencies = [scripts.record_dependencies(record) for record in records]
+    wanted = sorted({dep_id for _, dep_ids, _ in dependencies for dep_id in dep_ids})
+    statuses: dict[str, Any] = {}
+    if wanted:
+        with connection.pipeline(transaction=False) as reads:
+            for dep_id in wanted:
+                reads.hget(keys.job_key(dep_id), 'status')
+            statuses = dict(zip(wanted, reads.execute(), strict=True))
+    expected = []
+    for mode, dep_ids, allow_failure in dependencies:
+        met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if allow_failure else set())
+        if mode == 'schedule':
+            expected.append('scheduled')
+        elif any(statuses[dep_id] not in met for dep_id in dep_ids):
+            expected.append('deferred')
+        else:
+            expected.append('stored' if mode == 'store' else 'queued')
+    return expected

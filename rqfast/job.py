@@ -245,7 +245,12 @@ class Job(JobRun):
     def cancel(
         self, pipeline: Any = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
     ) -> None:
-        """Cancel: out of its queue and registry, into the canceled registry (one script call)."""
+        """Cancel: out of its queue and registry, into the canceled registry (one script call).
+
+        With a `pipeline`, the call is queued into it and the checks are made now, as RQ makes them.
+        """
+        if pipeline is not None and self.is_canceled:
+            raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         moment = now()
         outcome = scripts.cancel_job(
             self.connection,
@@ -254,6 +259,7 @@ class Job(JobRun):
             utcformat(moment),
             enqueue_dependents,
             remove_from_dependencies,
+            pipeline=pipeline,
         )
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
@@ -280,13 +286,13 @@ class Job(JobRun):
 
     def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
-        scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents)
+        scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents, pipeline=pipeline)
 
     def delete_dependents(self, pipeline: Any = None) -> None:
         for job in self.fetch_many(self.dependent_ids, connection=self.connection, serializer=self.serializer):
             if job is not None:
-                job.delete(remove_from_queue=False)
-        self.connection.delete(self.dependents_key)
+                job.delete(pipeline=pipeline, remove_from_queue=False)
+        (pipeline if pipeline is not None else self.connection).delete(self.dependents_key)
 
     # --- results
 

@@ -249,13 +249,14 @@ class Queue(BaseQueue):
         if job.timeout is None:
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
-        self._store([job], [enqueue_record(job, mode, at_front=at_front, unique=unique)])
+        record = enqueue_record(job, mode, at_front=at_front, unique=unique)
+        self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
             run_sync(self, job)
         return job
 
-    def _store(self, jobs: Sequence[Job], records: list[list[Any]]) -> None:
-        store_jobs(self.connection, self.name, jobs, records)
+    def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None) -> None:
+        store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline)
 
     @staticmethod
     def prepare_data(
@@ -317,11 +318,14 @@ class Queue(BaseQueue):
             for job in dependent
         ]
         everything = plain + dependent
+        pipeline = _pipeline_for(pipeline, False, True)
         for start in range(0, len(everything), ENQUEUE_CHUNK):
-            self._store(everything[start : start + ENQUEUE_CHUNK], records[start : start + ENQUEUE_CHUNK])
+            chunk = slice(start, start + ENQUEUE_CHUNK)
+            self._store(everything[chunk], records[chunk], pipeline=pipeline)
         if group_id:
-            self.connection.sadd(keys.group_key(group_id), *[job.id for job in everything])
-            self.connection.sadd(keys.GROUPS, group_id)
+            target = pipeline if pipeline is not None else self.connection
+            target.sadd(keys.group_key(group_id), *[job.id for job in everything])
+            target.sadd(keys.GROUPS, group_id)
         unmet = [job for job in dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
         met = [job for job in dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
         return plain + unmet + met
@@ -335,12 +339,11 @@ class Queue(BaseQueue):
 
     def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> Job:
         options = self.parse_args(f, *args, **kwargs)._asdict()
-        at_front, unique = options.pop('at_front'), options.pop('unique')
-        del options['pipeline']
+        at_front, unique, pipeline = options.pop('at_front'), options.pop('unique'), options.pop('pipeline')
         job = self.create_job(**options)
         if at_front:
             job.enqueue_at_front = True
-        return self.schedule_job(job, datetime, unique=unique)
+        return self.schedule_job(job, datetime, pipeline=pipeline, unique=unique)
 
     def enqueue_in(self, time_delta: timedelta, func: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_at(now() + time_delta, func, *args, **kwargs)
@@ -349,7 +352,8 @@ class Queue(BaseQueue):
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
-        self._store([job], [enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))])
+        record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
+        self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))
         return job
 
     def run_job(self, job: Job) -> Job:
@@ -378,6 +382,13 @@ class Queue(BaseQueue):
             raise
         moment = utcformat(now())
         scripts.enqueue_dependents(self.connection, job.id, status.value, moment, exclude_job_id or '', pipeline)
+
+
+def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:
+    """The caller's pipeline, or None where RQ does not use it either: a unique enqueue (RQ's
+    check-and-save script runs at once, so DuplicateJobError raises at the call) and a queue made
+    with is_async=False (the job runs at the call, so it is stored then)."""
+    return pipeline if not unique and is_async else None
 
 
 # get_queue() of a registry (a layer below) makes one of these.

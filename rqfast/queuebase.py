@@ -298,7 +298,9 @@ class BaseQueue:
 
     def remove(self, job_or_id: Job | str, pipeline: Any = None) -> int:
         job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
-        return int((pipeline if pipeline is not None else self.connection).lrem(self.key, 1, job_id))
+        if pipeline is not None:
+            return pipeline.lrem(self.key, 1, job_id)  # type: ignore[no-any-return]  # the pipeline itself
+        return int(self.connection.lrem(self.key, 1, job_id))
 
     def empty(self) -> int:
         """Remove every job in the queue and delete their hashes; the number removed."""

@@ -89,7 +89,7 @@ class BaseRegistry:
                 if isinstance(job, Job)
                 else self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer)
             )
-            instance.delete()
+            instance.delete(pipeline=pipeline)
         return cast(int, removed)
 
     def get_expired_job_ids(self, timestamp: float | None = None) -> list[str]:

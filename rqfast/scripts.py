@@ -1,12 +1,14 @@
 """The Lua scripts in lua/, loaded once and called by EVALSHA (one round trip per call).
 
 Each script is one state change. A typed wrapper per script is the only Python that knows its
-ARGV order. Scripts are never sent through a redis-py pipeline: Pipeline.execute() would first
-send SCRIPT EXISTS, an extra round trip.
+ARGV order. rqfast never sends its own calls through a redis-py pipeline (registered Script objects
+make Pipeline.execute() send SCRIPT EXISTS first, an extra round trip); a caller's pipeline, passed
+as RQ's `pipeline=`, gets the call queued into it (Script.queue).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: a job horse that never runs a script impo
     from pathlib import Path
 
     from redis import Redis
+    from redis.client import Pipeline
 
     from .jobspec import JobSpec
 
@@ -64,6 +67,36 @@ class Script:
             client.script_load(self.source)
             return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
 
+    def queue(self, pipeline: Pipeline, args: Sequence[Any]) -> None:
+        """Queue the call into a caller's pipeline: it runs, and replies, when the caller executes it.
+
+        The call must not depend on the script being cached: an EVALSHA that meets NOSCRIPT inside a
+        MULTI fails at EXEC with the caller's other commands applied (a half-written state change), and
+        the NOSCRIPT-retry of __call__ cannot happen there. So the first call of a script in the batch
+        the pipeline holds is an EVAL with the whole source, which also caches it on the server; later
+        calls in the same batch are EVALSHAs, which Redis runs after that EVAL, in order, on the same
+        connection (so a pipeline of many enqueues sends the source once, not once per job). Inside a
+        MULTI nothing runs in between; in a non-transactional one (not atomic anyway) only another
+        client's SCRIPT FLUSH in between could take the script away.
+        """
+        if pipeline.watching and not pipeline.explicit_transaction:
+            pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
+        stack = pipeline.command_stack
+        batch, sent = _sent_in_batch.get(pipeline, (None, set()))
+        if batch is not stack:  # execute() and reset() start a new command_stack: a new batch
+            sent = set()
+            _sent_in_batch[pipeline] = (stack, sent)
+        client: Any = pipeline  # redis-py leaves execute_command untyped
+        if self.sha in sent:
+            client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+        else:
+            client.execute_command('EVAL', self.source, 0, keys.PREFIX, *args)
+            sent.add(self.sha)
+
+
+# Per caller's pipeline: its batch (the command_stack list itself, held so that identity compares
+# safely) and the shas of the scripts sent in full in it.
+_sent_in_batch: weakref.WeakKeyDictionary[Any, tuple[list[Any], set[str]]] = weakref.WeakKeyDictionary()
 
 class LuaUnavailableError(RuntimeError):
     """The server runs no Lua scripts: plain fakeredis, without its `lua` extra (lupa)."""
@@ -79,6 +112,14 @@ def _explain_no_lua(exc: Exception) -> None:
 
 
 _scripts: dict[str, Script] = {}
+
+
+def call(name: str, connection: Redis, args: Sequence[Any], pipeline: Pipeline | None = None) -> Any:
+    """Run the script now (its reply), or queue it into the caller's `pipeline` (None: no reply yet)."""
+    if pipeline is None:
+        return script(name)(connection, args)
+    script(name).queue(pipeline, args)
+    return None
 
 
 def script(name: str) -> Script:
@@ -122,12 +163,29 @@ def enqueue_record(
     return record
 
 
-def enqueue_jobs(connection: Redis, queue: str, now_text: str, now_epoch: int, records: list[list[Any]]) -> list[str]:
-    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout); a status per job."""
+def record_dependencies(record: list[Any]) -> tuple[str, list[str], bool]:
+    """An enqueue record's mode, its dependency ids, and whether a failed one counts as met (as the
+    script judges: in batch mode only)."""
+    mode, count = record[1], record[7]
+    return mode, list(record[8 : 8 + count]), mode == 'batch' and record[6] == 1
+
+
+def enqueue_jobs(
+    connection: Redis,
+    queue: str,
+    now_text: str,
+    now_epoch: int,
+    records: list[list[Any]],
+    pipeline: Pipeline | None = None,
+) -> list[str] | None:
+    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout); a status per job
+    (None when queued into `pipeline`)."""
     args: list[Any] = [queue, now_text, now_epoch, len(records)]
     for record in records:
         args.extend(record)
-    statuses = script('enqueue_jobs')(connection, args)
+    statuses = call('enqueue_jobs', connection, args, pipeline)
+    if statuses is None:
+        return None
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]
 
 
@@ -138,18 +196,22 @@ def cancel_job(
     now_text: str,
     enqueue_dependents: bool,
     remove_from_dependencies: bool,
-) -> int:
-    """1 when canceled, 0 when the job does not exist, -1 when it was canceled already."""
-    return int(
-        script('cancel_job')(
-            connection, [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
-        )
-    )
+    pipeline: Pipeline | None = None,
+) -> int | None:
+    """1 when canceled, 0 when the job does not exist, -1 when it was canceled already (None when
+    queued into `pipeline`)."""
+    args = [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
+    reply = call('cancel_job', connection, args, pipeline)
+    return None if reply is None else int(reply)
 
 
-def delete_job(connection: Redis, job_id: str, remove_from_queue: bool, delete_dependents: bool) -> int:
-    """Deletes the job (and its dependents when asked); the number of jobs deleted."""
-    return int(script('delete_job')(connection, [job_id, int(remove_from_queue), int(delete_dependents)]))
+def delete_job(
+    connection: Redis, job_id: str, remove_from_queue: bool, delete_dependents: bool, pipeline: Pipeline | None = None
+) -> int | None:
+    """Deletes the job (and its dependents when asked); the number of jobs deleted (None when queued
+    into `pipeline`)."""
+    reply = call('delete_job', connection, [job_id, int(remove_from_queue), int(delete_dependents)], pipeline)
+    return None if reply is None else int(reply)
 
 
 def empty_queue(connection: Redis, queue: str) -> int:
@@ -440,8 +502,8 @@ def _now() -> tuple[str, int]:
     return utcformat(moment), epoch_seconds(moment)
 
 
-def _stored_once(job: JobSpec, statuses: list[str]) -> bool:
-    if statuses[0] == 'duplicate':
+def _stored_once(job: JobSpec, statuses: list[str] | None) -> bool:
+    if statuses is not None and statuses[0] == 'duplicate':  # None: only for a caller's pipeline
         raise DuplicateJobError(f"Job with ID '{job.id}' already exists")
     return True
 
