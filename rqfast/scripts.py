@@ -8,125 +8,25 @@ as RQ's `pipeline=`, gets the call queued into it (Script.queue).
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import epoch_seconds, now, utcformat
 from .defaults import HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, RESULTS_MAXLEN
 from .exceptions import DuplicateJobError
+from .scriptload import DirectLine as DirectLine
+from .scriptload import LuaUnavailableError as LuaUnavailableError
+from .scriptload import Script as Script
+from .scriptload import call, script
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
     from datetime import datetime
-    from pathlib import Path
 
     from redis import Redis
     from redis.client import Pipeline
 
     from .jobspec import JobSpec
-
-
-def _search_path() -> tuple[Path, Path]:
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parent
-    return here / 'lua', here.parent / 'lua'  # installed: the wheel ships them as rqfast/lua/; a checkout
-
-
-def _lua_dir() -> Path:
-    search = _search_path()
-    for path in search:
-        if (path / '_common.lua').is_file():
-            return path
-    raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, search))}')
-
-
-class Script:
-    """A script file with the shared key-name prelude in front, called by its sha1."""
-
-    def __init__(self, name: str) -> None:
-        directory = _lua_dir()
-        prelude = (directory / '_common.lua').read_text()
-        self.name = name
-        self.source = (prelude + (directory / f'{name}.lua').read_text()).encode()
-        import hashlib
-
-        self.sha = hashlib.sha1(self.source).hexdigest()
-
-    def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
-        client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
-        try:
-            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
-        except Exception as exc:
-            from redis.exceptions import NoScriptError
-
-            if not isinstance(exc, NoScriptError):
-                _explain_no_lua(exc)
-                raise
-            client.script_load(self.source)
-            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
-
-    def queue(self, pipeline: Pipeline, args: Sequence[Any]) -> None:
-        """Queue the call into a caller's pipeline: it runs, and replies, when the caller executes it.
-
-        The call must not depend on the script being cached: an EVALSHA that meets NOSCRIPT inside a
-        MULTI fails at EXEC with the caller's other commands applied (a half-written state change), and
-        the NOSCRIPT-retry of __call__ cannot happen there. So the first call of a script in the batch
-        the pipeline holds is an EVAL with the whole source, which also caches it on the server; later
-        calls in the same batch are EVALSHAs, which Redis runs after that EVAL, in order, on the same
-        connection (so a pipeline of many enqueues sends the source once, not once per job). Inside a
-        MULTI nothing runs in between; in a non-transactional one (not atomic anyway) only another
-        client's SCRIPT FLUSH in between could take the script away.
-        """
-        if pipeline.watching and not pipeline.explicit_transaction:
-            pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
-        stack = pipeline.command_stack
-        batch, sent = _sent_in_batch.get(pipeline, (None, set()))
-        if batch is not stack:  # execute() and reset() start a new command_stack: a new batch
-            sent = set()
-            _sent_in_batch[pipeline] = (stack, sent)
-        client: Any = pipeline  # redis-py leaves execute_command untyped
-        if self.sha in sent:
-            client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
-        else:
-            client.execute_command('EVAL', self.source, 0, keys.PREFIX, *args)
-            sent.add(self.sha)
-
-
-# Per caller's pipeline: its batch (the command_stack list itself, held so that identity compares
-# safely) and the shas of the scripts sent in full in it.
-_sent_in_batch: weakref.WeakKeyDictionary[Any, tuple[list[Any], set[str]]] = weakref.WeakKeyDictionary()
-
-class LuaUnavailableError(RuntimeError):
-    """The server runs no Lua scripts: plain fakeredis, without its `lua` extra (lupa)."""
-
-
-def _explain_no_lua(exc: Exception) -> None:
-    """A server that does not know EVALSHA gets a message saying what to install (only on the error path)."""
-    if "unknown command 'evalsha'" in str(exc).lower():
-        raise LuaUnavailableError(
-            'rqfast runs every state change as a Lua script, and this Redis server does not run Lua. '
-            'With fakeredis, install its Lua support: pip install "fakeredis[lua]"'
-        ) from exc
-
-
-_scripts: dict[str, Script] = {}
-
-
-def call(name: str, connection: Redis, args: Sequence[Any], pipeline: Pipeline | None = None) -> Any:
-    """Run the script now (its reply), or queue it into the caller's `pipeline` (None: no reply yet)."""
-    if pipeline is None:
-        return script(name)(connection, args)
-    script(name).queue(pipeline, args)
-    return None
-
-
-def script(name: str) -> Script:
-    found = _scripts.get(name)
-    if found is None:
-        found = _scripts[name] = Script(name)
-    return found
 
 
 def enqueue_record(
@@ -394,7 +294,7 @@ def clean_registries(
 
 
 def _run(name: str, connection: Redis, args: Sequence[Any], pipeline: Any = None) -> Any:
-    return script(name)(connection, args)
+    return call(name, connection, args, pipeline)
 
 
 def register_dependency(
@@ -424,47 +324,6 @@ def add_failed_job(
     for name, value in fields.items():
         args.extend((name, value))
     _run('add_failed_job', connection, args, pipeline)
-
-
-class DirectLine:
-    """One connection a worker holds for its claim/finish calls, sending each command packed in one go.
-
-    redis-py's execute_command costs about 20 µs more per call (argument encoding in Python, pool and
-    retry bookkeeping): some 7% of a no-op job. Errors are redis-py's own; on a connection error the
-    socket is dropped, the error raised, and the next call reconnects.
-    """
-
-    def __init__(self, connection: Redis) -> None:
-        from redis import Redis as Client
-
-        self._client = Client(connection_pool=connection.connection_pool, single_connection_client=True)
-        self._pack: Callable[..., bytes] | None = None
-        try:
-            from hiredis import pack_command
-
-            self._pack = pack_command
-        except ImportError:  # redis-py's own packing then
-            pass
-
-    def execute_command(self, *args: Any) -> Any:
-        from redis.exceptions import ConnectionError, TimeoutError
-
-        line: Any = self._client.connection  # redis-py's Connection methods are untyped
-        if line is None:
-            return self._client.execute_command(*args)  # type: ignore[no-untyped-call]
-        packed = [self._pack(args)] if self._pack is not None else line.pack_command(*args)
-        try:
-            line.send_packed_command(packed, check_health=False)
-            return line.read_response()
-        except (ConnectionError, TimeoutError, OSError):
-            line.disconnect()
-            raise
-
-    def script_load(self, source: bytes) -> Any:
-        return self._client.script_load(source)
-
-    def close(self) -> None:
-        self._client.close()
 
 
 # --- RQ 2.12's rq.scripts functions: the same signatures and Redis effects, on rqfast's scripts

@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'worker_registration',
         ],
     ),
-    ('storage', ['jobhash', 'scripts', 'intermediate_queue']),
+    ('storage', ['jobhash', 'scriptload', 'scripts', 'intermediate_queue']),
     ('results', ['results']),
     ('job', ['jobspec', 'jobrun', 'enqueueing', 'job', 'command']),
     ('outcomes', ['execution', 'engine']),

@@ -7,7 +7,7 @@ import re
 import redis
 
 from rqfast import keys
-from rqfast.scripts import _lua_dir
+from rqfast.scriptload import _lua_dir
 
 CASES = {
     'K.queues': keys.QUEUES,
