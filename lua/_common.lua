@@ -20,6 +20,7 @@ local K = {
   scheduled = function(q) return PREFIX .. 'scheduled:' .. q end,
   canceled = function(q) return PREFIX .. 'canceled:' .. q end,
   group = function(g) return PREFIX .. 'group:' .. g end,
+  groups = PREFIX .. 'groups',
   worker = function(w) return PREFIX .. 'worker:' .. w end,
   workers = PREFIX .. 'workers',
   workers_by_queue = function(q) return PREFIX .. 'workers:' .. q end,
@@ -116,6 +117,29 @@ local function release_dependents(parent_id, parent_status, now_text, exclude)
     redis.call('SREM', dependents_key, unpack(released))
   end
   return #released
+end
+
+-- RQ's group upkeep (Group.cleanup, Group.all, Group.clean_registries) over the groups `names`
+-- (every member of <prefix>groups when the list is empty): with `prune`, SREM the job ids whose
+-- hash is gone; with `drop`, SREM from <prefix>groups each group whose set no longer exists (an
+-- empty set is no key). Returns {names of the groups whose set exists, ids pruned, groups dropped}.
+local function clean_groups_of(names, prune, drop)
+  if #names == 0 then names = redis.call('SMEMBERS', K.groups) end
+  local alive, pruned, dropped = {}, 0, 0
+  for _, name in ipairs(names) do
+    local key = K.group(name)
+    if prune then
+      for _, id in ipairs(redis.call('SMEMBERS', key)) do
+        if redis.call('EXISTS', K.job(id)) == 0 then pruned = pruned + redis.call('SREM', key, id) end
+      end
+    end
+    if redis.call('EXISTS', key) == 1 then
+      alive[#alive + 1] = name
+    elseif drop then
+      dropped = dropped + redis.call('SREM', K.groups, name)
+    end
+  end
+  return {alive, pruned, dropped}
 end
 
 -- Reads ARGV from position `i` on: next() returns the next argument, list() a counted list,

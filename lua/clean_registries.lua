@@ -5,7 +5,9 @@
 -- fenced on the entry), ids stranded in the intermediate list (put back at the head of their queue
 -- once seen there for `stuck_after` seconds; RQ fails them instead), and dead workers in the
 -- per-queue worker set. Each queue is done under RQ's lock, <prefix>clean_registries:<q>, so a
--- queue an RQ worker is cleaning is left alone.
+-- queue an RQ worker is cleaning is left alone. Then, as RQ's workers do after it (Group.clean_registries,
+-- under no lock), every group loses the ids of jobs whose hash is gone, and groups left empty leave
+-- <prefix>groups.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] now as float epoch, ARGV[3] expiry cutoff (integer epoch: entries scored
@@ -16,8 +18,8 @@
 -- ARGV[8] n job fields to return with each abandoned job, field names..., then n queues, queue names...
 -- Returns: {abandoned jobs (each {queue, started-registry member, the job fields asked for, in
 --   order}), rescued intermediate ids (flat: queue, id), {finished entries expired, failed entries
---   expired, intermediate ids dropped (no job hash, or not queued), dead workers removed}, queues
---   skipped because their lock was held}
+--   expired, intermediate ids dropped (no job hash, or not queued), dead workers removed, group
+--   job ids pruned, groups dropped}, queues skipped because their lock was held}
 
 local r = argv_reader(2)
 local now_float_text = r.next()
@@ -34,7 +36,7 @@ local function first_seen_key(q, id) return K.intermediate(q) .. ':first_seen:' 
 local function job_id_of(member) return string.match(member, '^([^:]*)') end
 
 local abandoned, rescued, locked = {}, {}, {}
-local stats = {0, 0, 0, 0}
+local stats = {0, 0, 0, 0, 0, 0}
 
 -- Only a job still marked started was abandoned (once per job); any other expired entry was
 -- settled since, or its job is gone: it is only dropped.
@@ -112,5 +114,9 @@ for _, q in ipairs(queues) do
   else
     locked[#locked + 1] = q
   end
+end
+if whole then
+  local groups = clean_groups_of({}, true, true)
+  stats[5], stats[6] = groups[2], groups[3]
 end
 return {abandoned, rescued, stats, locked}

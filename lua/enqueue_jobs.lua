@@ -1,13 +1,16 @@
 -- enqueue_jobs.lua: store and enqueue (or defer, or schedule) a batch of jobs in one call.
 -- Called by rqfast.scripts.enqueue_jobs() for Queue.enqueue*, enqueue_many (one call per chunk),
--- enqueue_at/in and the sync (is_async=False) store.
+-- Group.enqueue_many (the same, each chunk's ids added to its group), enqueue_at/in and the sync
+-- (is_async=False) store.
 --
 -- KEYS: none (job ids are data; keys are built from the prefix, see _common.lua)
 -- ARGV[1] prefix (see _common.lua)
 -- ARGV[2] queue name
 -- ARGV[3] now as RQ's UTC text (becomes enqueued_at)
 -- ARGV[4] now as an integer epoch (the deferred registry's score)
--- ARGV[5] number of jobs; then, per job, one record:
+-- ARGV[5] group name: each job stored joins <prefix>group:<name>, and the name <prefix>groups,
+--   as RQ's Group.enqueue_many does in the enqueue's MULTI ("" for none)
+-- ARGV[6] number of jobs; then, per job, one record:
 --   id, mode, at_front ("0"/"1"), unique ("0"/"1"), ttl ("" or seconds), score ("" or epoch),
 --   allow_failure ("0"/"1"), n_deps, dep ids..., n_fields, field, value, ...
 --   mode: "queue"  enqueue; deferred instead when a dependency exists and is not finished
@@ -25,6 +28,7 @@
 local queue = ARGV[2]
 local now_text = ARGV[3]
 local now_epoch = tonumber(ARGV[4])
+local group = ARGV[5]
 
 local function dependency_blocks(dep_id, allow_failure)
   local status = redis.call('HGET', K.job(dep_id), 'status')
@@ -81,9 +85,9 @@ local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, 
   return 'queued'
 end
 
-local results = {}
-local i = 6
-for n = 1, tonumber(ARGV[5]) do
+local results, grouped = {}, false
+local i = 7
+for n = 1, tonumber(ARGV[6]) do
   local id, mode, at_front, unique = ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', ARGV[i + 3] == '1'
   local ttl, score, allow_failure = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] == '1'
   local n_deps = tonumber(ARGV[i + 7])
@@ -99,6 +103,11 @@ for n = 1, tonumber(ARGV[5]) do
     results[n] = 'duplicate'
   else
     results[n] = enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+    if group ~= '' and results[n] ~= 'not_failed' then
+      redis.call('SADD', K.group(group), id)
+      grouped = true
+    end
   end
 end
+if grouped then redis.call('SADD', K.groups, group) end
 return results

@@ -13,7 +13,8 @@
 --   "started" and the member is still in its queue's started registry; the member goes either way
 -- ARGV[10] registry to add the job to: "finished", "failed" or ""
 -- ARGV[11] that registry's score ("+inf" allowed)
--- ARGV[12] job key TTL: "" leave, "delete" delete the job (result_ttl 0), "persist", or seconds
+-- ARGV[12] job key TTL: "" leave, "delete" delete the job (result_ttl 0; it leaves its group),
+--   "persist", or seconds
 -- ARGV[13] release dependents as the parent's status: "finished", "failed" or "" (none)
 -- ARGV[14] put the job back: "" no, "queue", "front" (LPUSH) or "schedule"
 -- ARGV[15] the scheduled registry score for "schedule"
@@ -97,7 +98,9 @@ if exists then
   end
   if job_ttl == 'persist' then
     redis.call('PERSIST', key)
-  elseif job_ttl == 'delete' then
+  elseif job_ttl == 'delete' then  -- as RQ's Job.delete: out of its group too
+    local group = redis.call('HGET', key, 'group_id')
+    if group and group ~= '' then redis.call('SREM', K.group(group), id) end
     redis.call('DEL', key, K.dependents(id), K.dependencies(id), K.executions(id))
   elseif job_ttl ~= '' then
     expire_job_keys(id, job_ttl)

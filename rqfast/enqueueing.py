@@ -30,8 +30,10 @@ def store_jobs(
     jobs: Sequence[JobSpec],
     records: list[list[Any]],
     pipeline: Pipeline | None = None,
+    group: str = '',
 ) -> None:
-    """One enqueue_jobs.lua call for `records` (one per job); each job's status and enqueued_at follow.
+    """One enqueue_jobs.lua call for `records` (one per job), each joining `group` when one is named;
+    each job's status and enqueued_at follow.
 
     Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
     jobs then get the status the script will give them, read from their dependencies now, as RQ's
@@ -39,7 +41,7 @@ def store_jobs(
     """
     moment = now()
     statuses = scripts.enqueue_jobs(
-        connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline
+        connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline, group=group
     )
     if statuses is None:
         statuses = expected_statuses(connection, records)

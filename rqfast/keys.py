@@ -16,6 +16,7 @@ GROUPS = 'rq:groups'
 QUEUE_PREFIX = 'rq:queue:'
 JOB_PREFIX = 'rq:job:'
 WORKER_PREFIX = 'rq:worker:'
+GROUP_PREFIX = 'rq:group:'  # a group's set of job ids; GROUPS holds the names
 
 
 def queue_key(queue: str) -> str:
@@ -116,4 +117,4 @@ def scheduler_key(name: str) -> str:
 
 
 def group_key(group_id: str) -> str:
-    return f'rq:group:{group_id}'
+    return f'{GROUP_PREFIX}{group_id}'

@@ -1,4 +1,4 @@
-"""Maintenance: abandoned jobs, expired registry entries, stranded ids and dead workers.
+"""Maintenance: abandoned jobs, expired registry entries, stranded ids, dead workers and groups.
 
 A pass is one script call for all of a worker's queues (lua/clean_registries.lua), done under
 RQ's rq:clean_registries:<q> locks. It settles what needs no decision and returns the abandoned
@@ -52,6 +52,8 @@ class Report:
     failed_expired: int = 0
     dropped: int = 0  # intermediate ids without a job to put back
     dead_workers: int = 0
+    group_jobs_pruned: int = 0  # ids of jobs gone, out of their group
+    groups_dropped: int = 0  # groups left empty, out of rq:groups
     locked: list[str] = field(default_factory=list)  # queues another cleaner held
 
 
@@ -113,6 +115,8 @@ def _run(
         failed_expired=int(stats[1]),
         dropped=int(stats[2]),
         dead_workers=int(stats[3]),
+        group_jobs_pruned=int(stats[4]),
+        groups_dropped=int(stats[5]),
         locked=[as_text(q) for q in locked],
     )
     serializer = resolve_serializer(serializer)

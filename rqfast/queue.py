@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from . import keys, registry, scripts
+from . import registry, scripts
 from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
 from .enqueueing import enqueue_record, store_jobs
@@ -255,8 +255,8 @@ class Queue(BaseQueue):
             run_sync(self, job)
         return job
 
-    def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None) -> None:
-        store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline)
+    def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None, group: str = '') -> None:
+        store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group)
 
     @staticmethod
     def prepare_data(
@@ -303,7 +303,14 @@ class Queue(BaseQueue):
     def enqueue_many(
         self, job_datas: Iterable[EnqueueData], pipeline: Any = None, group_id: str | None = None
     ) -> list[Job]:
-        """Enqueue many jobs, one script call per 1,000; every job is validated before the first call."""
+        """Enqueue many jobs, one script call per 1,000; every job is validated before the first call.
+        `group_id` only tags the jobs, as in RQ: rqfast.group.Group.enqueue_many also adds them to it."""
+        return self.enqueue_batch(job_datas, pipeline, group_id, join_group=False)
+
+    def enqueue_batch(
+        self, job_datas: Iterable[EnqueueData], pipeline: Any, group_id: str | None, join_group: bool
+    ) -> list[Job]:
+        """enqueue_many; with `join_group`, each chunk's script call adds its jobs to group `group_id` too."""
         datas = list(job_datas)
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in datas if not d.depends_on]
         dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in datas if d.depends_on]
@@ -319,13 +326,10 @@ class Queue(BaseQueue):
         ]
         everything = plain + dependent
         pipeline = _pipeline_for(pipeline, False, True)
+        group = (group_id or '') if join_group else ''
         for start in range(0, len(everything), ENQUEUE_CHUNK):
             chunk = slice(start, start + ENQUEUE_CHUNK)
-            self._store(everything[chunk], records[chunk], pipeline=pipeline)
-        if group_id:
-            target = pipeline if pipeline is not None else self.connection
-            target.sadd(keys.group_key(group_id), *[job.id for job in everything])
-            target.sadd(keys.GROUPS, group_id)
+            self._store(everything[chunk], records[chunk], pipeline=pipeline, group=group)
         unmet = [job for job in dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
         met = [job for job in dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
         return plain + unmet + met

@@ -77,10 +77,11 @@ def enqueue_jobs(
     now_epoch: int,
     records: list[list[Any]],
     pipeline: Pipeline | None = None,
+    group: str = '',
 ) -> list[str] | None:
-    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout); a status per job
-    (None when queued into `pipeline`)."""
-    args: list[Any] = [queue, now_text, now_epoch, len(records)]
+    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout), each added to `group`
+    when one is named; a status per job (None when queued into `pipeline`)."""
+    args: list[Any] = [queue, now_text, now_epoch, group, len(records)]
     for record in records:
         args.extend(record)
     statuses = call('enqueue_jobs', connection, args, pipeline)
@@ -291,6 +292,13 @@ def clean_registries(
 # --- the scripts of RQ's public dependency and job calls. `pipeline`: the caller's, where RQ's method takes
 # one. TODO(pipeline branch): queue the call into it with scripts.call(name, connection, args, pipeline) once
 # that lands; until then the call runs at once, as every rqfast pipeline= did before.
+
+
+def clean_groups(connection: Redis, names: Sequence[str], prune: bool, drop: bool) -> tuple[list[str], int, int]:
+    """RQ's group upkeep (see lua/clean_groups.lua) over `names`, or every group when empty:
+    (the groups whose set exists, job ids pruned, groups dropped from rq:groups)."""
+    alive, pruned, dropped = call('clean_groups', connection, [int(prune), int(drop), len(names), *names], None)
+    return [name.decode() if isinstance(name, bytes) else name for name in alive], int(pruned), int(dropped)
 
 
 def _run(name: str, connection: Redis, args: Sequence[Any], pipeline: Any = None) -> Any:

@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('runners', ['maintenance', 'sync', 'horse', 'scheduler']),
     ('registry', ['registry', 'executions']),
     ('queue', ['queuebase', 'queue', 'decorators']),
+    ('group', ['group']),
     ('worker', ['worker']),
     ('surface', ['utils']),
     ('cli', ['cli']),

@@ -29,6 +29,7 @@ CASES = {
     "K.worker('w1')": keys.worker_key('w1'),
     "K.workers_by_queue('q1')": keys.workers_by_queue_key('q1'),
     "K.group('g1')": keys.group_key('g1'),
+    'K.groups': keys.GROUPS,
 }
 
 

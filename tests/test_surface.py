@@ -34,7 +34,7 @@ except ImportError:  # tests/ became a package
 pytestmark = pytest.mark.timeout(60)
 
 # The feature modules belong to the features issue (cron, groups, the worker pool, webhooks' sending).
-FEATURE_MODULES = {'cron', 'cron_job_registry', 'cron_scheduler_registry', 'group', 'worker_pool', 'cli.cli_cron'}
+FEATURE_MODULES = {'cron', 'cron_job_registry', 'cron_scheduler_registry', 'worker_pool', 'cli.cli_cron'}
 
 # What rqfast leaves out on purpose, by module ('*': the whole module), each with its reason.
 ALLOWED_ABSENT: dict[str, dict[str, str]] = {

@@ -86,7 +86,7 @@ class Duties:
         return upkeep
 
     def clean_registries(self) -> None:
-        """Abandoned jobs, expired entries, stranded ids and dead workers of this worker's queues: one call."""
+        """Abandoned jobs, expired entries, stranded ids, dead workers (this worker's queues) and groups: one call."""
         from ..maintenance import clean_registries
 
         clean_registries(
