@@ -14,6 +14,7 @@
 --   id, mode, at_front ("0"/"1"), unique ("0"/"1"), ttl ("" or seconds), score ("" or epoch),
 --   allow_failure ("0"/"1"), n_deps, dep ids..., n_fields, field, value, ...
 --   mode: "queue"  enqueue; deferred instead when a dependency exists and is not finished
+--   (a job that is queued or stored, in any mode, leaves the queue's deferred registry)
 --         "requeue" out of the failed registry and back onto the queue (nothing when not in it)
 --         "batch"  as enqueue_many does: always register the dependency sets, enqueue when every
 --                  existing dependency is finished (or failed with allow_failure)
@@ -77,7 +78,7 @@ local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, 
     if mode ~= 'batch' then expire_job_keys(id, ttl) end
     return 'deferred'
   end
-  if mode == 'batch' and #deps > 0 then redis.call('ZREM', K.deferred(queue), id) end
+  redis.call('ZREM', K.deferred(queue), id)  -- a job that was deferred is not any more
   store(id, fields, 'queued', true)
   expire_job_keys(id, ttl)
   if mode == 'store' then return 'stored' end

@@ -340,6 +340,29 @@ class Job(JobRun):
         else:
             queue.enqueue_job(self, pipeline=pipeline, at_front=bool(self.enqueue_at_front_on_retry))
 
+    def _handle_retry_result(
+        self,
+        queue: Any,
+        pipeline: Any,
+        retry: Retry,
+        execution_id: str,
+        execution_started_at: datetime,
+        execution_ended_at: datetime,
+        worker_name: str = '',
+    ) -> None:
+        """RQ's step for a job that returned a Retry (the worker's finish script does it for the jobs it
+        runs): a RETRIED result, one more retry counted, then onto `queue` or scheduled, all in `pipeline`."""
+        Result.create_retried(
+            self, self.failure_ttl, retry, worker_name, execution_id, execution_started_at, execution_ended_at, pipeline
+        )
+        interval = Retry.get_interval(self.number_of_retries or 0, retry.intervals)
+        self.number_of_retries = (self.number_of_retries or 0) + 1
+        if interval:
+            self.set_local_status(JobStatus.SCHEDULED)
+            queue.schedule_job(self, now() + timedelta(seconds=interval), pipeline=pipeline)
+        else:
+            queue._enqueue_job(self, pipeline=pipeline)
+
     # --- registries
 
     def _registry(self, kind: str) -> Any:

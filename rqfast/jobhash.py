@@ -21,6 +21,7 @@ from .exceptions import NoSuchJobError
 from .status import JobStatus
 from .text import as_text
 from .timeouts import parse_timeout
+from .webhook import Webhook
 
 __all__ = [
     'HASH_FIELDS',
@@ -132,7 +133,7 @@ def _read_exc_info(job: Any, stored: bytes) -> str:
 
 
 def _webhook_dict(webhook: Any) -> Any:
-    """RQ's Webhook objects, or the dicts a fetched job holds (rqfast stores webhooks but does not send them)."""
+    """A Webhook's stored form (a plain dict is taken as already stored)."""
     return webhook.to_dict() if hasattr(webhook, 'to_dict') else webhook
 
 
@@ -141,11 +142,11 @@ def _write_webhooks(job: Any, value: list[Any]) -> str | None:
 
 
 def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
+    """Webhook objects, as RQ reads them; RQ logs and drops webhooks it cannot read."""
     try:
-        webhooks: list[Any] = json.loads(as_text(stored))
-    except ValueError:  # RQ logs and drops webhooks it cannot read
+        return [Webhook.from_dict(data) for data in json.loads(as_text(stored))]
+    except (ValueError, TypeError, KeyError, AttributeError):
         return []
-    return webhooks
 
 
 # One codec per way of storing a field, named for JobRecord's table below.

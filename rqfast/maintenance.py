@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import traceback
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from . import engine, scripts
 from .dates import epoch_seconds, now
 from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
 from .exceptions import AbandonedJobError, NoSuchJobError
-from .execution import fail_job
+from .execution import run_exception_handlers
 from .intermediate_queue import IntermediateQueue
 from .job import Job
 from .jobhash import restore_job, unreadable_fields
@@ -120,21 +121,19 @@ def _run(
         locked=[as_text(q) for q in locked],
     )
     serializer = resolve_serializer(serializer)
-    with_callback: list[str] = []
+    settled: list[tuple[Job, bool]] = []  # (the job as planned, whether it has callbacks to run)
     for queue, member, values in found:
         raw = dict(zip(_FIELDS, values, strict=True))
         job = _abandoned_job(job_class, connection, serializer, as_text(queue), as_text(member), raw)
-        if _settle(connection, job, as_text(queue), as_text(member), moment, report) and (
-            raw['failure_callback_name'] or exception_handlers
-        ):
-            with_callback.append(job.id)
+        if _settle(connection, job, as_text(queue), as_text(member), moment, report):
+            settled.append((job, bool(raw['failure_callback_name'] or exception_handlers)))
     for i in range(0, len(rescued), 2):
         report.rescued.append((as_text(rescued[i]), as_text(rescued[i + 1])))
         logger.warning(
             '%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0], report.rescued[-1][1]
         )
-    if with_callback:
-        _run_failure_callbacks(connection, with_callback, serializer, exception_handlers or (), job_class)
+    if settled:
+        _run_failure_callbacks(connection, settled, serializer, exception_handlers or (), job_class)
     return report
 
 
@@ -180,21 +179,31 @@ class _NoDeathPenalty(BaseDeathPenalty):
 
 
 def _run_failure_callbacks(
-    connection: Redis, job_ids: list[str], serializer: Any, handlers: Sequence[Any], job_class: type[Job]
+    connection: Redis, settled: list[tuple[Job, bool]], serializer: Any, handlers: Sequence[Any], job_class: type[Job]
 ) -> None:
+    """As RQ's cleanup: each job's execute_failure_callback, then the exception handlers, with
+    AbandonedJobError and the cleaning stack. A job with neither is not fetched: its call does nothing."""
     penalty = UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else _NoDeathPenalty
-    for job_id in job_ids:
-        try:
-            job = job_class.fetch(job_id, connection=connection, serializer=serializer)
-        except NoSuchJobError:
+    for planned, has_callbacks in settled:
+        job = _fetched(planned.id, connection, serializer, job_class) if has_callbacks else planned
+        if job is None:
             continue
-        except Exception as exc:
-            logger.warning('Job %s: abandoned, but could not be loaded to run its failure callback: %s', job_id, exc)
-            continue
+        exc_info = (AbandonedJobError, AbandonedJobError(), traceback.extract_stack())
         try:
-            fail_job(job, (AbandonedJobError, AbandonedJobError(), None), penalty, handlers)
+            job.execute_failure_callback(penalty, *exc_info)
         except Exception as exc:  # a callback must not stop the pass for the other jobs
-            logger.warning('Job %s: failure callback for an abandoned job raised: %s', job_id, exc)
+            logger.warning('Job %s: failure callback for an abandoned job raised: %s', job.id, exc)
+        run_exception_handlers(job, exc_info, handlers)
+
+
+def _fetched(job_id: str, connection: Redis, serializer: Any, job_class: type[Job]) -> Job | None:
+    try:
+        return job_class.fetch(job_id, connection=connection, serializer=serializer)
+    except NoSuchJobError:
+        return None
+    except Exception as exc:
+        logger.warning('Job %s: abandoned, but could not be loaded to run its failure callback: %s', job_id, exc)
+        return None
 
 
 def clean_intermediate_queue(worker: Any, queue: Any) -> None:

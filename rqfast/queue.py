@@ -241,6 +241,13 @@ class Queue(BaseQueue):
 
     def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
         """Store and enqueue a created job (deferred when a dependency is unfinished): one round trip."""
+        return self._enqueue(job, pipeline, at_front, unique, check_dependencies=True)
+
+    def _enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+        """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
+        return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
+
+    def _enqueue(self, job: Job, pipeline: Any, at_front: bool, unique: bool, check_dependencies: bool) -> Job:
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         if unique and job.depends_on_ids:
@@ -249,11 +256,18 @@ class Queue(BaseQueue):
         if job.timeout is None:
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
-        record = enqueue_record(job, mode, at_front=at_front, unique=unique)
+        record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
             run_sync(self, job)
         return job
+
+    def _prepare_for_queue(self, job: Job) -> None:
+        """What RQ sets on a job before storing it as queued (scripts.save_unique_job's callers); writes nothing."""
+        job.origin, job.enqueued_at = self.name, now()
+        if job.timeout is None:
+            job.timeout = self._default_timeout
+        job.set_local_status(JobStatus.QUEUED)
 
     def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None, group: str = '') -> None:
         store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group)

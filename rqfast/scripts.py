@@ -36,16 +36,18 @@ def enqueue_record(
     unique: bool = False,
     score: int | str = '',
     allow_failure: bool = False,
+    check_dependencies: bool = True,
 ) -> list[Any]:
     """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and, unless it schedules the job, enqueued_at itself."""
+    and, unless it schedules the job, enqueued_at itself. Without check_dependencies the record
+    names no dependency, so the job is queued whatever their state (RQ's Queue._enqueue_job)."""
     from .jobhash import job_fields
 
     fields = job_fields(job)
     fields.pop('status', None)
     if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
         fields.pop('enqueued_at', None)
-    dependency_ids = job.depends_on_ids
+    dependency_ids = job.depends_on_ids if check_dependencies else []
     record: list[Any] = [
         job.id,
         mode,

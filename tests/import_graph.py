@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'logutils',
             'webhook',
             'worker_registration',
+            'local',
         ],
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'intermediate_queue']),

@@ -21,6 +21,17 @@ def test_a_job_with_webhooks_written_by_rq_is_fetched_and_saved_unchanged(connec
     assert rq.job.Job.fetch(job.id, connection=connection).webhooks[0].url == 'https://example.invalid/done'
 
 
+def test_a_fetched_job_holds_webhook_objects_as_rqs_does(connection: redis.Redis) -> None:
+    from rqfast.webhook import Webhook as OurWebhook
+
+    hook = Webhook('https://example.invalid/done', 'failed', method='POST', headers={'X': '1'}, timeout=3)
+    job = rq.Queue('hooks', connection=connection).enqueue('operator.add', 1, 2, webhooks=[hook])
+
+    (fetched,) = Job.fetch(job.id, connection=connection).webhooks
+    assert isinstance(fetched, OurWebhook)
+    assert fetched.to_dict() == rq.job.Job.fetch(job.id, connection=connection).webhooks[0].to_dict()
+
+
 # --- JobRecord: one table of the stored fields, that job_fields and restore_job both follow
 
 
@@ -29,6 +40,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
 
     from rqfast.job import Callback, Retry
     from rqfast.status import JobStatus
+    from rqfast.webhook import Webhook as OurWebhook
 
     moment = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
     job = Job.create(
@@ -47,7 +59,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
         on_success=Callback('operator.truth', timeout=5),
         on_failure=Callback('operator.not_', timeout=6),
         on_stopped=Callback('operator.is_', timeout=7),
-        webhooks=[{'url': 'https://example.invalid', 'events': ['finished']}],
+        webhooks=[OurWebhook('https://example.invalid', 'finished')],
         description='every field',
     )
     job.created_at = job.enqueued_at = job.started_at = job.ended_at = job.last_heartbeat = moment

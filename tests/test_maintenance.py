@@ -278,6 +278,25 @@ def test_exception_handlers_see_abandoned_job_error(connection: redis.Redis) -> 
     assert seen == [(job.id, AbandonedJobError)]
 
 
+def test_every_abandoned_job_goes_through_execute_failure_callback_as_in_rq(
+    connection: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ's cleanup calls job.execute_failure_callback for each abandoned job, a callback or not (an
+    override of it sees them all), then the handlers, with AbandonedJobError; a job without a
+    callback or a handler is not fetched for it."""
+    from rqfast.job import Job
+    from rqfast.timeouts import UnixSignalDeathPenalty
+
+    calls: list[Any] = []
+    monkeypatch.setattr(Job, 'execute_failure_callback', lambda job, *args: calls.append((job.id, *args[:2])))
+    queue = Queue('q', connection=connection)
+    first, second = queue.enqueue(jobs.noop), queue.enqueue(jobs.noop)
+    claim(connection), claim(connection)
+
+    assert maintenance.fail_abandoned_jobs(connection, 'q', timestamp=lapse()) == 2
+    assert sorted(calls) == sorted((job.id, UnixSignalDeathPenalty, AbandonedJobError) for job in (first, second))
+
+
 def test_started_registry_cleanup_fails_abandoned_jobs(connection: redis.Redis) -> None:
     """RQ's StartedJobRegistry.cleanup (and so registry.count) runs the same logic, lock or no lock."""
     queue = Queue('q', connection=connection)

@@ -39,7 +39,6 @@ FEATURE_MODULES = {'cron', 'cron_job_registry', 'cron_scheduler_registry', 'work
 # What rqfast leaves out on purpose, by module ('*': the whole module), each with its reason.
 ALLOWED_ABSENT: dict[str, dict[str, str]] = {
     'contrib': {'*': 'an empty package in RQ 2.12'},
-    'local': {'*': "werkzeug's thread-locals: rqfast keeps the current job in a contextvar (get_current_job)"},
     'dependency': {
         '*': "RQ's internal WATCH/MULTI helper for enqueue_many (Dependency.get_jobs_with_met_dependencies); "
         "rqfast's enqueue script checks dependencies, and rqfast.job.Dependency is the public class"
