@@ -1,5 +1,6 @@
 """`rqfast info`: `rq info`'s monitor, line for line, so what reads its output (or a person) sees no change.
 
+Queues and workers are listed by name (RQ's order is a Python set's, so it changes from run to run).
 The printers keep RQ's signature (queues, raw, by_queue, queue_class, worker_class, connection): code that
 calls rq.cli.helpers.show_queues calls rqfast.cli.helpers.show_queues the same way.
 """
@@ -90,7 +91,7 @@ def show_workers(
     if by_queue:
         _show_workers_by_queue(queues, worker_class, connection)
     else:
-        for worker in workers:
+        for worker in sorted(workers, key=lambda worker: worker.name):
             click.echo(_worker_line(worker, raw))
     if not raw:
         click.echo(f'{len(workers)} workers, {len(queues)} queues')
@@ -159,7 +160,7 @@ def info(
     if queues:
         selected = [cli_config.queue_class(name, connection=connection) for name in queues]
     else:
-        selected = cli_config.queue_class.all(connection=connection)
+        selected = sorted(cli_config.queue_class.all(connection=connection), key=lambda queue: queue.name)
     for queue in selected:  # as `rq info` does: stale registry entries and dead workers do not count
         clean_registries(queue)
         clean_worker_registry(queue)
