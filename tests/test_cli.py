@@ -205,7 +205,9 @@ def test_unwritable_pid_file(redis_conn: redis.Redis, redis_url: str, tmp_path: 
 
 def test_suspended_workers_do_not_start(redis_conn: redis.Redis, redis_url: str) -> None:
     redis_conn.set('rq:suspended', 1)
-    assert_one_line_error(invoke('worker', '-u', redis_url, '-w', SIMPLE, '--burst'), 'suspended')
+    result = invoke('worker', '-u', redis_url, '-w', SIMPLE, '--burst')
+    assert result.exit_code == 1  # rq's exit status and words
+    assert result.output.strip() == 'RQ is currently suspended, to resume job execution run "rq resume"'
 
 
 def test_errors_from_a_real_process(redis_url: str) -> None:

@@ -45,17 +45,6 @@ ALLOWED_ABSENT: dict[str, dict[str, str]] = {
     },
     'cli.cli': {'*': "rq's click commands; rqfast's CLI (rqfast.cli) has its own, and is the cli issue's"},
     'cli.workers': {'*': "rq's `worker` click command module: rqfast.cli.workers has rqfast's"},
-    'cli.helpers': {
-        'CliConfig': "rq's click context object; rqfast's CLI passes settings its own way",
-        'shared_options': "rq's click decorator: rqfast.cli.settings.redis_options is rqfast's",
-        'pass_cli_config': "rq's click decorator for CliConfig",
-        'refresh': "`rq info`'s loop: rqfast.cli.admin.info has its own",
-        'show_both': "`rq info`'s printer: rqfast.cli.admin.info",
-        'pad': "`rq info`'s text helper",
-        'get_scale': "`rq info`'s bar scale",
-        'state_symbol': "`rq info`'s worker symbols",
-        'setup_loghandlers_from_args': "the rq worker command's log setup: rqfast.logutils.setup_loghandlers",
-    },
     'scheduler': {
         'ACQUIRE_OR_REFRESH_LOCK_SCRIPT': "RQ's Lua source text: rqfast's scripts are files in lua/",
         'SCHEDULER_KEY_TEMPLATE': 'rqfast.keys.scheduler_key',

@@ -1,11 +1,13 @@
-"""The `rqfast` command: `rqfast worker` takes `rq worker`'s arguments, so a Procfile changes one word."""
+"""The `rqfast` command: `rq`'s commands, options and output, running rqfast (a Procfile changes one word)."""
 
 from __future__ import annotations
 
 import click
 
 from ..version import VERSION
-from .admin import info, resume, suspend
+from .admin import empty, requeue, resume, suspend
+from .enqueue import enqueue
+from .monitor import info
 from .workers import worker
 
 
@@ -15,9 +17,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-main.add_command(worker)
-main.add_command(info)
-main.add_command(suspend)
-main.add_command(resume)
+for command in (worker, info, empty, requeue, enqueue, suspend, resume):
+    main.add_command(command)
 
-__all__ = ['main']
+__all__ = ['enqueue', 'info', 'main', 'worker']

@@ -1,110 +1,93 @@
-"""`rqfast suspend`, `rqfast resume` and `rqfast info`: RQ's commands of those names, on the same keys."""
+"""`rqfast suspend`, `resume`, `empty` and `requeue`: RQ's commands of those names, same keys, same output."""
 
 from __future__ import annotations
 
-import time
-from datetime import datetime
-from typing import Any
+import sys
 
 import click
-import redis
 
-from ..queue import Queue
+from ..exceptions import InvalidJobOperation, InvalidJobOperationError, NoSuchJobError
+from ..registry import FailedJobRegistry
 from ..suspension import resume as resume_workers
 from ..suspension import suspend as suspend_workers
-from ..worker import BaseWorker
-from .settings import connect, prepend_paths, read_settings, redis_options
+from .config import CliConfig, pass_cli_config
 
-
-def _connection(url: str | None, config: str | None, path: tuple[str, ...], connection_class: str) -> redis.Redis:
-    from .classes import connection_class as load_connection_class
-
-    prepend_paths(path)
-    return connect(url, config, read_settings(config), load_connection_class(connection_class))
+# `rq suspend --duration N`'s message, its odd line break included: scripts that match rq's output match ours.
+TIMED_SUSPENSION = """Suspending workers for {} seconds. No new jobs will be started during that time, but then will
+        automatically resume"""
 
 
 @click.command()
-@click.option('--duration', type=int, help='Seconds to stay suspended (default: until `rqfast resume`).')
-@redis_options
-def suspend(duration: int | None, **options: Any) -> None:
-    """Suspend every worker: jobs in hand finish, no new ones start."""
+@click.option('--duration', help='Seconds you want the workers to be suspended.  Default is forever.', type=int)
+@pass_cli_config
+def suspend(cli_config: CliConfig, duration: int | None) -> None:
+    """Suspends all workers, to resume run `rqfast resume` (or `rq resume`)"""
     if duration is not None and duration < 1:
-        raise click.ClickException('--duration must be a whole number of seconds, 1 or more')
-    connection = _connection(**options)
-    suspend_workers(connection, duration)
+        click.echo('Duration must be an integer greater than 1')
+        sys.exit(1)
+    suspend_workers(cli_config.connection, duration)
     if duration:
-        click.echo(f'Suspending workers for {duration} seconds; they resume on their own after that.')
+        click.echo(TIMED_SUSPENSION.format(duration))
     else:
-        click.echo('Suspending workers. No new jobs will be started, but current jobs will be completed.')
+        click.echo('Suspending workers.  No new jobs will be started.  But current jobs will be completed')
 
 
 @click.command()
-@redis_options
-def resume(**options: Any) -> None:
-    """Resume the workers `rqfast suspend` (or `rq suspend`) suspended."""
-    resume_workers(_connection(**options))
+@pass_cli_config
+def resume(cli_config: CliConfig) -> None:
+    """Resumes processing of queues, that were suspended with `rqfast suspend` (or `rq suspend`)"""
+    resume_workers(cli_config.connection)
     click.echo('Resuming workers.')
 
 
 @click.command()
-@click.option('--interval', '-i', type=float, help='Refresh every N seconds (default: print once).')
-@click.option('--raw', '-r', is_flag=True, help='Plain lines, no bar charts.')
-@click.option('--only-queues', '-Q', is_flag=True, help='Show only queues.')
-@click.option('--only-workers', '-W', is_flag=True, help='Show only workers.')
+@click.option('--all', '-a', 'all_queues', is_flag=True, help='Empty all queues')
 @click.argument('queues', nargs=-1)
-@redis_options
-def info(
-    interval: float | None, raw: bool, only_queues: bool, only_workers: bool, queues: tuple[str, ...], **options: Any
-) -> None:
-    """Queues with their job counts, and workers with their state."""
-    connection = _connection(**options)
-    try:
-        while True:
-            if interval:
-                click.clear()
-            selected = [Queue(name, connection=connection) for name in queues] or sorted(Queue.all(connection))
-            if not only_workers:
-                show_queues(selected, raw)
-            if not only_queues:
-                show_workers(connection, selected if queues else None, raw)
-            if not raw:
-                click.echo(f'\nUpdated: {datetime.now():%Y-%m-%d %H:%M:%S}')
-            if not interval:
-                return
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        click.echo()
-
-
-def show_queues(queues: list[Queue], raw: bool) -> None:
-    counts = {queue.name: queue.count for queue in queues}
-    scale = max([20, *counts.values()])
-    for queue in queues:
-        count = counts[queue.name]
-        registries = (
-            f'{queue.started_job_registry.count} executing, {queue.finished_job_registry.count} finished, '
-            f'{queue.failed_job_registry.count} failed'
-        )
-        if raw:
-            click.echo(f'queue {queue.name} {count}, {registries}')
-        else:
-            chart = click.style('|' + '█' * (20 * count // scale), fg='green')
-            click.echo(f'{queue.name:<12} {chart} {count}, {registries}')
-    if not raw:
-        click.echo(f'{len(queues)} queues, {sum(counts.values())} jobs total\n')
-
-
-def show_workers(connection: redis.Redis, queues: list[Queue] | None, raw: bool) -> None:
-    if queues is None:
-        found = set(BaseWorker.all(connection))
+@pass_cli_config
+def empty(cli_config: CliConfig, all_queues: bool, queues: tuple[str, ...]) -> None:
+    """Empty given queues."""
+    queue_class, connection = cli_config.queue_class, cli_config.connection
+    job_class, serializer = cli_config.job_class, cli_config.serializer
+    if all_queues:
+        selected = queue_class.all(connection, job_class, serializer, cli_config.death_penalty_class)
     else:
-        found = {worker for queue in queues for worker in BaseWorker.all(connection, queue=queue)}
-    for worker in sorted(found, key=lambda w: w.name):
-        state = worker.get_state()
-        line = (
-            f'{worker.name} ({worker.hostname} {worker.pid}): {state} {", ".join(worker.queue_names())}. '
-            f'jobs: {worker.successful_job_count} finished, {worker.failed_job_count} failed'
-        )
-        click.echo(f'worker {line}' if raw else line)
-    if not raw:
-        click.echo(f'{len(found)} workers')
+        selected = [
+            queue_class(name, connection=connection, job_class=job_class, serializer=serializer) for name in queues
+        ]
+    if not selected:
+        click.echo('Nothing to do')
+        sys.exit(0)
+    for queue in selected:
+        removed = queue.empty()
+        click.echo(f'{removed} jobs removed from {queue.name} queue')
+
+
+@click.command()
+@click.option('--all', '-a', 'all_jobs', is_flag=True, help='Requeue all failed jobs')
+@click.option('--queue', required=True, type=str)
+@click.argument('job_ids', nargs=-1)
+@pass_cli_config
+def requeue(cli_config: CliConfig, queue: str, all_jobs: bool, job_ids: tuple[str, ...]) -> None:
+    """Requeue failed jobs.
+
+    A job that is not in the queue's failed job registry (or does not exist) is counted and reported, and
+    the command then exits with status 1 (`rq requeue` stops there with a traceback, also status 1).
+    """
+    registry = FailedJobRegistry(
+        queue, connection=cli_config.connection, job_class=cli_config.job_class, serializer=cli_config.serializer
+    )
+    wanted = registry.get_job_ids() if all_jobs else list(job_ids)
+    if not wanted:
+        click.echo('Nothing to do')
+        sys.exit(0)
+    click.echo(f'Requeueing {len(wanted)} jobs from failed queue')
+    failed = 0
+    with click.progressbar(wanted) as bar:
+        for job_id in bar:
+            try:
+                registry.requeue(job_id)
+            except (InvalidJobOperation, InvalidJobOperationError, NoSuchJobError):
+                failed += 1
+    if failed:
+        click.secho(f'Unable to requeue {failed} jobs from failed job registry', fg='red')
+        sys.exit(1)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import logging.config
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import click
 import redis
 
-from .. import keys
 from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
+from ..suspension import is_suspended
 from ..worker import BaseWorker, DequeueStrategy
 from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
 from . import classes
@@ -135,8 +136,9 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         'dequeue_strategy': dequeue_strategy(opts.dequeue_strategy),
     }
     connection = connect(opts.url, opts.config, settings, classes.connection_class(opts.connection_class))
-    if connection.exists(keys.SUSPENDED):
-        raise CliError('workers are suspended; run `rqfast resume` (or `rq resume`) to resume')
+    if is_suspended(connection):  # rq's words, so what watches `rq worker`'s output reads ours the same
+        click.secho('RQ is currently suspended, to resume job execution run "rq resume"', fg='red')
+        sys.exit(1)
     if settings.get('DICT_CONFIG'):
         logging.config.dictConfig(settings['DICT_CONFIG'])
     queue_names = opts.queues or settings.get('QUEUES') or ['default']
