@@ -6,8 +6,9 @@ queue without the job module knowing the Queue class.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
@@ -19,9 +20,84 @@ if TYPE_CHECKING:
     from redis import Redis
     from redis.client import Pipeline
 
-    from .jobspec import JobSpec
+    from .jobspec import JobSpec, Retry
+    from .repeat import Repeat
 
-__all__ = ['enqueue_record', 'store_jobs']  # enqueue_record: the record layout is the script wrapper's
+__all__ = [
+    'EnqueueArgs',
+    'EnqueueData',
+    'enqueue_record',
+    'store_jobs',
+]  # enqueue_record: the record layout is the script wrapper's
+
+
+# What Queue.prepare_data builds and Queue.parse_args returns (RQ's names).
+EnqueueData = namedtuple(
+    'EnqueueData',
+    [
+        'func',
+        'args',
+        'kwargs',
+        'timeout',
+        'result_ttl',
+        'ttl',
+        'failure_ttl',
+        'description',
+        'depends_on',
+        'job_id',
+        'at_front',
+        'meta',
+        'retry',
+        'on_success',
+        'on_failure',
+        'on_stopped',
+        'repeat',
+        'webhooks',
+    ],
+)
+
+
+class EnqueueArgs(NamedTuple):
+    func: Any
+    timeout: Any
+    description: str | None
+    result_ttl: Any
+    ttl: Any
+    failure_ttl: Any
+    depends_on: Any
+    job_id: str | None
+    at_front: bool
+    meta: dict[str, Any] | None
+    retry: Retry | None
+    repeat: Repeat | None
+    on_success: Any
+    on_failure: Any
+    on_stopped: Any
+    pipeline: Any
+    unique: bool
+    args: Any
+    kwargs: Any
+    webhooks: Any
+
+
+_OPTION_NAMES = (
+    'job_timeout',
+    'description',
+    'result_ttl',
+    'ttl',
+    'failure_ttl',
+    'depends_on',
+    'job_id',
+    'at_front',
+    'meta',
+    'retry',
+    'repeat',
+    'on_success',
+    'on_failure',
+    'on_stopped',
+    'pipeline',
+    'unique',
+)
 
 
 def store_jobs(

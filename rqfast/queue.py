@@ -5,15 +5,14 @@ What a queue holds and the admin calls are in BaseQueue (queuebase.py).
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import registry, scripts
 from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
-from .enqueueing import enqueue_record, store_jobs
+from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
 from .queuebase import BaseQueue
@@ -22,73 +21,6 @@ from .sync import run_sync
 from .timeouts import parse_timeout
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
-
-EnqueueData = namedtuple(
-    'EnqueueData',
-    [
-        'func',
-        'args',
-        'kwargs',
-        'timeout',
-        'result_ttl',
-        'ttl',
-        'failure_ttl',
-        'description',
-        'depends_on',
-        'job_id',
-        'at_front',
-        'meta',
-        'retry',
-        'on_success',
-        'on_failure',
-        'on_stopped',
-        'repeat',
-        'webhooks',
-    ],
-)
-
-
-class EnqueueArgs(NamedTuple):
-    func: Any
-    timeout: Any
-    description: str | None
-    result_ttl: Any
-    ttl: Any
-    failure_ttl: Any
-    depends_on: Any
-    job_id: str | None
-    at_front: bool
-    meta: dict[str, Any] | None
-    retry: Retry | None
-    repeat: Repeat | None
-    on_success: Any
-    on_failure: Any
-    on_stopped: Any
-    pipeline: Any
-    unique: bool
-    args: Any
-    kwargs: Any
-    webhooks: Any
-
-
-_OPTION_NAMES = (
-    'job_timeout',
-    'description',
-    'result_ttl',
-    'ttl',
-    'failure_ttl',
-    'depends_on',
-    'job_id',
-    'at_front',
-    'meta',
-    'retry',
-    'repeat',
-    'on_success',
-    'on_failure',
-    'on_stopped',
-    'pipeline',
-    'unique',
-)
 
 
 class Queue(BaseQueue):
