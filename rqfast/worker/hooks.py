@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import engine
 from ..execution import fail_job, run_exception_handlers, run_job
+from ..imports import import_attribute
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
@@ -61,6 +62,13 @@ def replaced(worker: Any, name: str) -> bool:
     return False
 
 
+def handler_list(handlers: Any) -> list[Any]:
+    """A worker's exception_handlers argument as a list: one handler (RQ takes that too), a list, or None."""
+    if handlers is None:
+        return []
+    return list(handlers) if isinstance(handlers, list | tuple) else [handlers]
+
+
 class JobHooks:
     """RQ's extension points as the worker's methods (defaults: what the loop does without them)."""
 
@@ -85,6 +93,12 @@ class JobHooks:
     _load_job: Callable[..., tuple[Job, Outcome | None]]  # Finishing's
     _log_start: Callable[[Job, str], None]  # Finishing's
     _finish: Callable[..., engine.Claim]  # Finishing's
+
+    def push_exc_handler(self, handler: Callable[..., Any] | str) -> None:
+        self._exc_handlers.append(import_attribute(handler) if isinstance(handler, str) else handler)
+
+    def pop_exc_handler(self) -> Callable[..., Any]:
+        return self._exc_handlers.pop()
 
     def look_for_hooks(self) -> None:
         self.uses_hooks = any(replaced(self, name) for name in HOOKS)
