@@ -44,7 +44,7 @@ pytestmark = pytest.mark.timeout(60)
 # --- the hand-driven steps write what RQ's write
 
 
-def _steps(impl: Any, conn: redis.Redis, cleanup: bool) -> list[Any]:
+def _steps(impl: Any, conn: redis.Redis, then: str) -> list[Any]:
     worker_class = importlib.import_module(f'{impl.name}.worker').Worker
     queue = impl.Queue('q', connection=conn)
     job = queue.enqueue(jobs.add, 1, 2)
@@ -52,19 +52,23 @@ def _steps(impl: Any, conn: redis.Redis, cleanup: bool) -> list[Any]:
     worker.prepare_execution(job)
     worker.prepare_job_execution(job)
     worker.maintain_heartbeats(job)
-    if cleanup:
+    if then == 'cleanup':
         with conn.pipeline() as pipeline:
             worker.cleanup_execution(job, pipeline=pipeline)
             pipeline.execute()
+    elif then == 'perform':
+        assert worker.perform_job(job, queue)
+        assert worker.execution is None
+        conn.delete(worker.key)  # the worker hashes differ (rqfast counts the job there), not the job's keys
     return [job]
 
 
-@pytest.mark.parametrize('cleanup', [False, True], ids=['prepared', 'cleaned-up'])
-def test_the_hand_driven_steps_write_what_rqs_write(redis_conn: redis.Redis, cleanup: bool) -> None:
+@pytest.mark.parametrize('then', ['nothing', 'cleanup', 'perform'])
+def test_the_hand_driven_steps_write_what_rqs_write(redis_conn: redis.Redis, then: str) -> None:
     dumps = {}
     for name in (REFERENCE, UNDER_TEST):
         redis_conn.flushdb()
-        ids = _steps(implementation(name), redis_conn, cleanup)
+        ids = _steps(implementation(name), redis_conn, then)
         dumps[name] = normalize(snapshot(redis_conn), id_map_for(*ids))
     redis_conn.flushdb()
     assert_same(dumps[REFERENCE], dumps[UNDER_TEST])
@@ -277,3 +281,24 @@ def test_a_callback_is_imported_on_first_use_and_kept(fake_conn: redis.Redis, ki
     assert getattr(job, f'_{kind}_callback') is print
     job.save()
     assert getattr(Job.fetch(job.id, connection=fake_conn), f'{kind}_callback') is print
+
+
+class _Recording(Job):
+    calls: list[str] = []
+
+    def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
+        _Recording.calls.append(f'success {result}')
+        super().execute_success_callback(death_penalty_class, result)
+
+    def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
+        _Recording.calls.append(f'failure {exc_info[0].__name__}')
+        super().execute_failure_callback(death_penalty_class, *exc_info)
+
+
+def test_the_worker_runs_callbacks_through_the_jobs_execute_callback_methods(fake_conn: redis.Redis) -> None:
+    _Recording.calls = []
+    queue = rqfast.Queue('q', connection=fake_conn, job_class=_Recording)
+    queue.enqueue(jobs.add, 1, 2)
+    queue.enqueue(jobs.div_by_zero)
+    SimpleWorker([queue], connection=fake_conn, job_class=_Recording).work(burst=True)
+    assert _Recording.calls == ['success 3', 'failure ZeroDivisionError']
