@@ -40,9 +40,7 @@ def run_job(
         if isinstance(value, Retry):
             return Outcome(OutcomeKind.RETRY, value)
         job.set_local_status(JobStatus.FINISHED)  # what the callback sees, as in RQ
-        if job.success_callback:
-            with death_penalty_class(job.success_callback_timeout, JobTimeoutException, job_id=job.id):
-                job.success_callback(job, job.connection, value)
+        job.execute_success_callback(death_penalty_class, value)  # RQ's step: a Job subclass may override it
         return Outcome(OutcomeKind.SUCCESS, value)
     except Exception:
         return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers, clock)
@@ -65,9 +63,7 @@ def fail_job(
         _ended(job, clock)
     job.set_local_status(JobStatus.FAILED)  # what the callback sees, as in RQ (a retry included)
     try:
-        if job.failure_callback:
-            with death_penalty_class(job.failure_callback_timeout, JobTimeoutException, job_id=job.id):
-                job.failure_callback(job, job.connection, *exc_info)
+        job.execute_failure_callback(death_penalty_class, *exc_info)
     except Exception:
         exc_info = sys.exc_info()
     run_exception_handlers(job, exc_info, exception_handlers)

@@ -347,11 +347,15 @@ class JobSpec(JobRecord):
     def get_call_string(self) -> str | None:
         return call_string(self.func_name, self.args, self.kwargs, max_length=75)
 
-    # --- callbacks
+    # --- callbacks: each imported on first use and kept in RQ's `_<kind>_callback` (UNEVALUATED until then)
+
+    _success_callback = _failure_callback = _stopped_callback = UNEVALUATED
 
     def _callback(self, kind: str) -> Any:
-        name = getattr(self, f'_{kind}_callback_name')
-        return import_attribute(name) if name else None
+        if getattr(self, f'_{kind}_callback') is UNEVALUATED:
+            name = getattr(self, f'_{kind}_callback_name')
+            setattr(self, f'_{kind}_callback', import_attribute(name) if name else None)
+        return getattr(self, f'_{kind}_callback')
 
     @property
     def success_callback(self) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 from collections.abc import Callable
@@ -50,3 +51,13 @@ def resolve_serializer(serializer: Any = None) -> Serializer:
     if not isinstance(serializer, Serializer):
         raise NotImplementedError('Serializer should have (dumps, loads) methods.')
     return serializer
+
+
+def serializer_path(serializer: Any = None) -> str | None:
+    """How `serializer` is named in a setting: None, the alias or path given, a module's name, or a dotted path."""
+    if serializer is None or isinstance(serializer, str):
+        return serializer
+    if inspect.ismodule(serializer):
+        return serializer.__name__
+    klass = serializer if isinstance(serializer, type) else type(serializer)
+    return f'{klass.__module__}.{klass.__qualname__}'

@@ -80,8 +80,10 @@ def test_queues_given_as_names_queue_objects_or_one_string(connection: redis.Red
 
 
 def test_a_worker_needs_a_queue_and_a_connection(connection: redis.Redis) -> None:
+    with pytest.raises(ValueError):  # made without one, as RQ's can be, it cannot work
+        SimpleWorker([], connection=connection).work(burst=True)
     with pytest.raises(ValueError):
-        SimpleWorker([], connection=connection)
+        SimpleWorker([])
     with pytest.raises(TypeError):
         SimpleWorker(['q'])
 

@@ -25,12 +25,12 @@ def main() -> None:
     if options.get('impl', 'rqfast') == 'rq':
         from rq.worker import SimpleWorker
     else:
-        from rqfast.worker import SimpleWorker, base
-
-        base.IDLE_WAKEUP = options.get('idle_wakeup', base.IDLE_WAKEUP)
+        from rqfast.worker import SimpleWorker
     worker = SimpleWorker(
         options.get('queues', ['q']), name=options.get('name'), connection=connection, **options.get('worker', {})
     )
+    if 'idle_wakeup' in options and options.get('impl', 'rqfast') != 'rq':
+        worker.dequeue_timeout = options['idle_wakeup']
     worker.work(**{'logging_level': 'INFO', **options.get('work', {})})
 
 

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -48,19 +49,20 @@ from ..exceptions import StopRequested
 from ..imports import import_attribute
 from ..job import Job
 from ..queue import Queue
-from ..serializers import resolve_serializer
+from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
 from . import records
 from .commands import Commands
 from .finishing import Finishing
-from .hooks import JobHooks
+from .hooks import JobHooks, handler_list
 from .order import DequeueStrategy, QueueOrder
-from .queues import connection_of, queue_list, worker_queue
+from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
 from .records import WorkerRecords
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
 from .signals import signal_name
+from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
 from .waiting import Waiter
 
@@ -69,12 +71,13 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
+class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
     queue_class: type[Queue] = Queue
     job_class: type[Job] = Job
+    dequeue_timeout = IDLE_WAKEUP  # seconds an idle worker blocks at a time (RQ's: worker_ttl - 15; see README)
 
     def __init__(
         self,
@@ -99,25 +102,29 @@ class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
             self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
         if queue_class is not None:
             self.queue_class = import_attribute(queue_class) if isinstance(queue_class, str) else queue_class
+        self._serializer_arg = serializer_path(serializer)  # RQ's: how a spawned child names it
         self.serializer = resolve_serializer(serializer)
+        if default_worker_ttl and not worker_ttl:
+            warnings.warn('default_worker_ttl is deprecated, use worker_ttl.', DeprecationWarning, stacklevel=2)
+        self.worker_ttl = worker_ttl or default_worker_ttl or DEFAULT_WORKER_TTL
         given = queue_list(queues)
         self.connection = connection = connection_of(given, connection)
+        configure_socket_timeout(connection, self.connection_timeout)
         self.queues = [worker_queue(q, connection, self.queue_class, self.job_class, self.serializer) for q in given]
         self.name = name or uuid.uuid4().hex
         self.default_result_ttl = default_result_ttl
-        self.worker_ttl = worker_ttl or default_worker_ttl or DEFAULT_WORKER_TTL
         self.job_monitoring_interval = job_monitoring_interval
         self.maintenance_interval = maintenance_interval
         self.log_job_description = log_job_description
         self.disable_default_exception_handler = disable_default_exception_handler
         self.work_horse_killed_handler = work_horse_killed_handler
         self._exc_handlers: list[Callable[..., Any]] = []
-        for handler in exception_handlers or []:
+        for handler in handler_list(exception_handlers):
             self.push_exc_handler(handler)
         self.log = logger
         self.pid = os.getpid()
         self.hostname = socket.gethostname()
-        self.ip_address = 'unknown'
+        self.ip_address = records.client_address(connection, self.name) if prepare_for_work else 'unknown'
         self.version = VERSION
         self.python_version = sys.version
         self.birth_date: datetime | None = None
@@ -145,17 +152,15 @@ class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
     def key(self) -> str:
         return keys.worker_key(self.name)
 
+    @property
+    def connection_timeout(self) -> int:
+        return socket_timeout(self.worker_ttl)
+
     def queue_names(self) -> list[str]:
         return [q.name for q in self.queues]
 
     def queue_keys(self) -> list[str]:
         return [q.key for q in self.queues]
-
-    def push_exc_handler(self, handler: Callable[..., Any] | str) -> None:
-        self._exc_handlers.append(import_attribute(handler) if isinstance(handler, str) else handler)
-
-    def pop_exc_handler(self) -> Callable[..., Any]:
-        return self._exc_handlers.pop()
 
     def _ref(self) -> engine.WorkerRef:
         return engine.WorkerRef(self.name, self._queue_order.next(), self.job_monitoring_interval, self.worker_ttl + 60)
@@ -256,6 +261,8 @@ class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
         dequeue_strategy: DequeueStrategy | str = DequeueStrategy.DEFAULT,
     ) -> bool:
         """Work until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; True if any job ran."""
+        if not self.queues:
+            raise ValueError('a worker needs at least one queue to work')
         self._queue_order.strategy = DequeueStrategy(dequeue_strategy)
         self.look_for_hooks()  # a patch since the worker was made counts too
         self._install_signal_handlers()  # first: a SIGTERM during registration is a normal stop, not a kill
@@ -350,12 +357,12 @@ class BaseWorker(JobHooks, WorkerRecords, Commands, Duties, Finishing):
     def _idle_wait(self, idle_since: float, max_idle_time: int | None) -> int | None:
         """Seconds to block for a job now; None once max_idle_time has passed."""
         if max_idle_time is None:
-            return IDLE_WAKEUP
+            return self.dequeue_timeout
         left = max_idle_time - (time.monotonic() - idle_since)
         if left <= 0:
             self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
             return None
-        return max(1, min(IDLE_WAKEUP, int(left + 0.999)))
+        return max(1, min(self.dequeue_timeout, int(left + 0.999)))
 
     def _waiter_for(self) -> Waiter:
         if self._waiter is None or self._waiter.queues != self._queue_order.names:

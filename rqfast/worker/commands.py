@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
@@ -23,6 +24,8 @@ from ..backoff import Backoff
 from ..command import handle_command, parse_payload
 
 logger = logging.getLogger('rqfast.worker')
+
+LISTEN_WAKEUP = 5.0  # seconds a read on the channel waits before the thread looks whether it was stopped
 
 
 class CommandListener:
@@ -58,21 +61,29 @@ class CommandListener:
         self.thread = None
 
     def _listen(self, pubsub: Any) -> None:
-        """Handle commands until stop(); a lost connection is retried with capped backoff."""
+        """Handle commands until stop(). As in RQ, a lost connection is retried (with capped backoff) and
+        any other error reading the channel ends the thread; an error handling a command is only logged."""
         backoff = Backoff()
         while self.pubsub is pubsub:
             try:
-                for message in pubsub.listen():
-                    backoff.reset()
-                    if message.get('type') == 'message':
-                        self.handle(message)
-                return
-            except Exception as exc:  # closed at teardown, or the connection was lost
+                message = pubsub.get_message(timeout=LISTEN_WAKEUP)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if self.pubsub is not pubsub:
-                    return
+                    return  # closed at teardown
                 delay = backoff.next()
                 logger.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
                 time.sleep(delay)
+                continue
+            except Exception as exc:
+                if self.pubsub is pubsub:
+                    logger.warning('Worker %s: pubsub thread exiting on %s', self.name, exc)
+                return
+            backoff.reset()
+            if message is not None and message.get('type') == 'message':
+                try:
+                    self.handle(message)
+                except Exception:
+                    logger.exception('Worker %s: could not handle command %r', self.name, message.get('data'))
 
 
 class Commands:
@@ -91,6 +102,16 @@ class Commands:
     @property
     def pubsub_channel_name(self) -> str:
         return keys.pubsub_channel(self.name)
+
+    @property
+    def pubsub(self) -> Any:
+        """RQ's: the PubSub the command thread reads (None before subscribe(), and with fakeredis)."""
+        return self._listener.pubsub if self._listener is not None else None
+
+    @property
+    def pubsub_thread(self) -> threading.Thread | None:
+        """RQ's: the thread that listens for commands."""
+        return self._listener.thread if self._listener is not None else None
 
     def subscribe(self) -> None:
         """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""

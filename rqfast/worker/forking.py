@@ -27,7 +27,6 @@ from .. import engine, horse
 from ..defaults import HORSE_KILL_GRACE
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
-from ..timeouts import JobTimeoutException
 from . import reports, watching
 from .base import BaseWorker
 from .finishing import clock
@@ -190,10 +189,7 @@ class Worker(BaseWorker):
     def run_stopped_callback(self, job: Job) -> None:
         """The job's on_stopped callback runs in the worker, under its own timeout, as in RQ."""
         try:
-            callback = job.stopped_callback
-            if callback is not None:
-                with self.death_penalty_class(job.stopped_callback_timeout, JobTimeoutException, job_id=job.id):
-                    callback(job, job.connection)
+            job.execute_stopped_callback(self.death_penalty_class)
         except Exception:
             self.log.exception('Job %s: error while executing stopped callback', job.id)
 

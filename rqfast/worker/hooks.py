@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import engine
 from ..execution import fail_job, run_exception_handlers, run_job
+from ..imports import import_attribute
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
@@ -61,6 +62,13 @@ def replaced(worker: Any, name: str) -> bool:
     return False
 
 
+def handler_list(handlers: Any) -> list[Any]:
+    """A worker's exception_handlers argument as a list: one handler (RQ takes that too), a list, or None."""
+    if handlers is None:
+        return []
+    return list(handlers) if isinstance(handlers, list | tuple) else [handlers]
+
+
 class JobHooks:
     """RQ's extension points as the worker's methods (defaults: what the loop does without them)."""
 
@@ -77,6 +85,7 @@ class JobHooks:
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]
     _in_hand: JobInHand | None = None
+    execution: Any  # Stepwise's: what prepare_execution made, for a job driven by hand
     _is_horse = False
     uses_hooks = False
     execute: Callable[..., Outcome]  # the worker class's
@@ -85,6 +94,12 @@ class JobHooks:
     _load_job: Callable[..., tuple[Job, Outcome | None]]  # Finishing's
     _log_start: Callable[[Job, str], None]  # Finishing's
     _finish: Callable[..., engine.Claim]  # Finishing's
+
+    def push_exc_handler(self, handler: Callable[..., Any] | str) -> None:
+        self._exc_handlers.append(import_attribute(handler) if isinstance(handler, str) else handler)
+
+    def pop_exc_handler(self) -> Callable[..., Any]:
+        return self._exc_handlers.pop()
 
     def look_for_hooks(self) -> None:
         self.uses_hooks = any(replaced(self, name) for name in HOOKS)
@@ -169,10 +184,14 @@ class JobHooks:
             return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers, clock(now))
 
     def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
-        """The claim being run; for a job called in directly, one of its own (no execution to end)."""
+        """The claim being run; for a job called in directly, one of its own, ending the execution that
+        prepare_execution made for it, if any."""
         if self._in_hand is None or self._in_hand.claim.job_id != job.id:
             name = getattr(queue, 'name', None) or job.origin
-            self._in_hand = JobInHand(engine.Claim(job.id, name, started_at=job.started_at or clock(None)()))
+            execution = self.execution
+            execution_id = execution.id if execution is not None and execution.job_id == job.id else ''
+            started_at = job.started_at or clock(None)()
+            self._in_hand = JobInHand(engine.Claim(job.id, name, execution_id, started_at=started_at))
         return self._in_hand
 
     def _record_outcome(self, job: Job, queue: Any, outcome: Outcome) -> None:
@@ -181,6 +200,8 @@ class JobHooks:
         if self._is_horse:
             return  # the worker records what the horse reports
         self._finish(job, in_hand.claim, outcome, False, in_hand.now)
+        if self.execution is not None and self.execution.id == in_hand.claim.execution_id:
+            self.execution = None  # ended (RQ's cleanup_execution)
         if outcome.kind is OutcomeKind.SUCCESS:
             self._log_completed(job)
 

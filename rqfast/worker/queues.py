@@ -22,14 +22,36 @@ def queue_list(queues: Any) -> list[Any]:
 
 
 def connection_of(queues: list[Any], connection: Redis | None) -> Redis:
-    """The worker's connection: the one given, else the first queue's (as RQ's get_connection_from_queues)."""
-    if not queues:
-        raise ValueError('a worker needs at least one queue')
+    """The worker's connection: the one given, else the first queue's (as RQ's get_connection_from_queues).
+
+    A worker may be made with no queue (RQ's tests and tools do, to read or register one); work() needs one.
+    """
+    if connection is None and not queues:
+        raise ValueError('a worker needs at least one queue, or a connection')
     if connection is None:
         connection = next((q.connection for q in queues if getattr(q, 'connection', None) is not None), None)
     if connection is None:
         raise TypeError('a worker needs a connection')
     return connection
+
+
+def socket_timeout(worker_ttl: int) -> int:
+    """RQ's socket timeout for a worker's connection: its blocking wait (worker_ttl - 15, at least 1) plus 10 s.
+
+    rqfast's waits are shorter (IDLE_WAKEUP, on connections of their own), so this only bounds how long any
+    other command may hang, as it does in RQ.
+    """
+    return max(1, worker_ttl - 15) + 10
+
+
+def configure_socket_timeout(connection: Redis, seconds: int) -> None:
+    """Give the connection's pool RQ's socket timeout unless it has a longer one (RQ's _set_connection)."""
+    kwargs = getattr(connection.connection_pool, 'connection_kwargs', None)
+    if kwargs is None:
+        return
+    current = kwargs.get('socket_timeout')
+    if current is None or current < seconds:
+        kwargs['socket_timeout'] = seconds
 
 
 def worker_queue(queue: Any, connection: Redis, queue_class: type[Queue], job_class: Any, serializer: Any) -> Queue:

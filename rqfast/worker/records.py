@@ -8,6 +8,7 @@ reading workers back is plain single commands, as RQ's `Worker.all()` and `find_
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +19,6 @@ from redis import Redis
 
 from .. import engine, keys, scripts
 from ..dates import now, utcformat, utcparse
-from ..executions import Execution, heartbeat_ttl, prepare_execution
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
@@ -44,22 +44,28 @@ class WorkerRecord:
     failed_job_count: int = 0
     total_working_time: float = 0.0
     current_job_working_time: float = 0.0
+    current_job: str | None = None
 
 
 # --- writes
 
 
-def client_address(connection: Redis, name: str) -> str | None:
-    """Name this connection after the worker and return its address as Redis sees it (RQ's ip_address)."""
-    address = None
+def client_address(connection: Redis, name: str) -> str:
+    """Name this connection after the worker and return its address as Redis sees it (RQ's ip_address);
+    'unknown', with RQ's warning, where the server has no CLIENT SETNAME or CLIENT LIST."""
     try:
         connection.client_setname(name)
-        for client in connection.client_list():
-            if client.get('name') == name:
-                address = client.get('addr', 'unknown')
     except redis.ResponseError:
-        pass
-    return address
+        warnings.warn('CLIENT SETNAME command not supported, setting ip_address to unknown', Warning, stacklevel=3)
+        return 'unknown'
+    try:
+        addresses = [client['addr'] for client in connection.client_list() if client.get('name') == name]
+    except redis.ResponseError:
+        addresses = []
+    if not addresses:
+        warnings.warn('CLIENT LIST command not supported, setting ip_address to unknown', Warning, stacklevel=3)
+        return 'unknown'
+    return str(addresses[0])
 
 
 def write_birth(
@@ -102,12 +108,25 @@ def write_shutdown_request(connection: Redis, name: str, moment: datetime) -> No
     connection.hset(keys.worker_key(name), 'shutdown_requested_date', utcformat(moment))
 
 
+def write_current_job(connection: Any, name: str, job_id: str | None) -> None:
+    """Set (or, with None, clear) the hash's current_job; `connection` may be a pipeline."""
+    if job_id is None:
+        connection.hdel(keys.worker_key(name), 'current_job')
+    else:
+        connection.hset(keys.worker_key(name), 'current_job', job_id)
+
+
 # --- reads
 
 
 def read_current_job_id(connection: Redis, name: str) -> str | None:
     value = connection.hget(keys.worker_key(name), 'current_job')
     return as_text(value) if value else None
+
+
+def read_date(connection: Redis, name: str, field: str) -> datetime | None:
+    value = connection.hget(keys.worker_key(name), field)
+    return utcparse(as_text(value)) if value else None
 
 
 def worker_keys(connection: Redis, queue: str | None = None) -> list[str]:
@@ -142,6 +161,7 @@ def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> Wor
         failed_job_count=int(fields.get('failed_job_count') or 0),
         total_working_time=float(fields.get('total_working_time') or 0),
         current_job_working_time=float(fields.get('current_job_working_time') or 0),
+        current_job=fields.get('current_job') or None,
     )
 
 
@@ -167,6 +187,7 @@ class WorkerRecords:
     failed_job_count: int
     total_working_time: float
     current_job_working_time: float = 0.0
+    _job_id: str | None = None  # RQ's: the current job when the hash was last read
     queues: list[Any]
     queue_class: Any
     job_class: Any
@@ -178,7 +199,6 @@ class WorkerRecords:
 
     def register_birth(self) -> None:
         self.birth_date = self.last_heartbeat = now()
-        self.ip_address = client_address(self.connection, self.name) or self.ip_address
         about = {
             'pid': self.pid,
             'hostname': self.hostname,
@@ -212,8 +232,25 @@ class WorkerRecords:
 
     state = property(get_state, set_state)
 
-    def get_current_job_id(self) -> str | None:
-        return read_current_job_id(self.connection, self.name)
+    def get_current_job_id(self, pipeline: Any = None) -> str | None:
+        return read_current_job_id(pipeline if pipeline is not None else self.connection, self.name)
+
+    def set_current_job_id(self, job_id: str | None = None, pipeline: Any = None) -> None:
+        """RQ's: the claim script sets current_job in rqfast's loop; this is for code that drives a worker by hand."""
+        write_current_job(pipeline if pipeline is not None else self.connection, self.name, job_id)
+
+    def get_current_job(self) -> Job | None:
+        job_id = self.get_current_job_id()
+        return self.job_class.fetch(job_id, self.connection, self.serializer) if job_id else None
+
+    @property
+    def death_date(self) -> datetime | None:
+        """When the worker registered its death (the hash keeps it a minute), None while alive."""
+        return read_date(self.connection, self.name, 'death')
+
+    @property
+    def shutdown_requested_date(self) -> datetime | None:
+        return read_date(self.connection, self.name, 'shutdown_requested_date')
 
     def refresh(self) -> None:
         """Read the worker hash back into this object (RQ's); nothing changes when the hash is gone."""
@@ -239,19 +276,7 @@ class WorkerRecords:
         self.failed_job_count = record.failed_job_count
         self.total_working_time = record.total_working_time
         self.current_job_working_time = record.current_job_working_time
-
-    # RQ's execution API, for code that drives a worker by hand (the claim script does this in work())
-    execution: Execution | None = None
-
-    def get_heartbeat_ttl(self, job: Job) -> int:
-        """Seconds a started job stays alive without a heartbeat (the claim script's rule)."""
-        return heartbeat_ttl(job.timeout, self.job_monitoring_interval)
-
-    def prepare_execution(self, job: Job) -> Execution:
-        """A new execution of the job, recorded as the claim script records one; the worker is busy."""
-        execution = prepare_execution(self, job)  # type: ignore[arg-type]
-        self._state = WorkerStatus.BUSY
-        return execution
+        self._job_id = record.current_job
 
     @classmethod
     def all_keys(cls, connection: Redis | None = None, queue: Any = None) -> list[str]:
@@ -300,12 +325,13 @@ class WorkerRecords:
         if record is None:
             return None
         worker = cls(  # type: ignore[call-arg]
-            record.queues or ['default'],
+            record.queues,
             name=record.name,
             connection=connection,
             job_class=job_class,
             queue_class=queue_class,
             serializer=serializer,
+            prepare_for_work=False,
         )
         worker._apply(record)
         return worker

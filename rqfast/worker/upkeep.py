@@ -85,6 +85,13 @@ class Duties:
         upkeep.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval)
         return upkeep
 
+    @property
+    def should_run_maintenance_tasks(self) -> bool:
+        """RQ's: not yet run, or last run more than maintenance_interval seconds ago (the thread's schedule)."""
+        if self.last_cleaned_at is None:
+            return True
+        return (now() - self.last_cleaned_at).total_seconds() > self.maintenance_interval
+
     def clean_registries(self) -> None:
         """Abandoned jobs, expired entries, stranded ids, dead workers (this worker's queues) and groups: one call."""
         from ..maintenance import clean_registries

@@ -1,0 +1,91 @@
+"""RQ's step-by-step worker API, for code that drives a worker by hand (RQ's tests, some tools).
+
+rqfast's loop never calls these: its claim script starts a job (execution, started registry, job
+and worker hashes) in the same call that pops it, and its heartbeat script keeps it alive. RQ
+splits the start in two, prepare_execution (in the worker: the execution, the worker busy) and
+prepare_job_execution (in the horse: the job and worker hashes); here both write what RQ's write,
+each as one MULTI/EXEC transaction, as RQ's do. The Stepwise methods become BaseWorker's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis import Redis
+
+from .. import keys
+from ..dates import now, utcformat
+from ..executions import Execution, heartbeat_ttl, prepare_execution
+from ..job import Job
+from ..status import JobStatus, WorkerStatus
+from .records import write_current_job, write_heartbeat
+
+
+class Stepwise:
+    """prepare_execution, prepare_job_execution, maintain_heartbeats, cleanup_execution: RQ's, by hand."""
+
+    connection: Redis
+    name: str
+    log: logging.Logger
+    worker_ttl: int
+    job_monitoring_interval: int
+    _state: WorkerStatus
+    execution: Execution | None = None
+
+    def get_heartbeat_ttl(self, job: Job) -> int:
+        """Seconds a started job stays alive without a heartbeat (the claim script's rule)."""
+        return heartbeat_ttl(job.timeout, self.job_monitoring_interval)
+
+    def prepare_execution(self, job: Job) -> Execution:
+        """A new execution of the job, recorded as the claim script records one; the worker is busy."""
+        execution = prepare_execution(self, job)  # type: ignore[arg-type]
+        self._state = WorkerStatus.BUSY
+        return execution
+
+    def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
+        """The job started by this worker (its status, started_at, worker_name), the worker's current job."""
+        moment = now()
+        ttl = self.get_heartbeat_ttl(job)
+        with self.connection.pipeline() as pipeline:
+            write_current_job(pipeline, self.name, job.id)
+            pipeline.hset(
+                keys.worker_key(self.name),
+                mapping={'current_job_working_time': 0, 'last_heartbeat': utcformat(moment)},
+            )
+            pipeline.expire(keys.worker_key(self.name), ttl)
+            started_at = utcformat(moment)
+            pipeline.hset(
+                job.key,
+                mapping={
+                    'status': JobStatus.STARTED.value,
+                    'started_at': started_at,
+                    'last_heartbeat': started_at,
+                    'worker_name': self.name,
+                },
+            )
+            if remove_from_intermediate_queue:
+                pipeline.lrem(keys.intermediate_queue_key(job.origin), 1, job.id)
+            pipeline.execute()
+        job.worker_name, job.started_at, job.last_heartbeat = self.name, moment, moment
+        job.set_local_status(JobStatus.STARTED)
+
+    def maintain_heartbeats(self, job: Job) -> None:
+        """Keep the worker, the job and its execution alive (the heartbeat script: a deleted job stays deleted)."""
+        execution_id = self.execution.id if self.execution is not None else ''
+        write_heartbeat(
+            self.connection,
+            self.name,
+            self.job_monitoring_interval + 60,
+            now(),
+            self.get_heartbeat_ttl(job),
+            '',
+            [(job.id, job.origin, execution_id)],
+        )
+
+    def cleanup_execution(self, job: Job, pipeline: Any) -> None:
+        """Clear the worker's current job and delete the execution, in the caller's pipeline."""
+        write_current_job(pipeline, self.name, None)
+        if self.execution is not None:
+            self.execution.delete(job=job, pipeline=pipeline)
+            self.execution = None
