@@ -31,7 +31,7 @@ def run_job(
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
     job.started_at = clock()
-    job._persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
+    job.persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
     try:
         timeout = job.timeout or default_timeout
         with death_penalty_class(timeout, JobTimeoutException, job_id=job.id):

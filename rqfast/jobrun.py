@@ -28,11 +28,11 @@ class JobRun(JobSpec):
 
     # perform() PERSISTs the job's key first, as RQ's does, so it cannot expire while it runs; rqfast's
     # runners turn that off (execution.run_job): a worker's claim script has persisted it already.
-    _persist_on_perform: bool = True
+    persist_on_perform: bool = True
 
     def perform(self) -> Any:
         """Run the function with this job as the current job; await it if it is a coroutine."""
-        if self._persist_on_perform:
+        if self.persist_on_perform:
             self.connection.persist(self.key)
         token = _current_job.set(self)
         try:
