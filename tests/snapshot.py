@@ -17,7 +17,7 @@ import os
 import pickle
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -358,3 +358,21 @@ def assert_same(expected: Mapping[str, Any], actual: Mapping[str, Any], what: st
 
 def keys_of(snap: Iterable[str]) -> list[str]:
     return sorted(snap)
+
+
+def run_both(conn: redis.Redis, scenario: Callable[[Any, redis.Redis], tuple[list[Any], Any]]) -> dict[str, Any]:
+    """Run `scenario(impl, conn)` with rq, then rqfast, each on a flushed db; the dbs and the answers must match.
+
+    The scenario returns (jobs or ids whose ids differ between runs, in a fixed order; its answers).
+    """
+    dumps: dict[str, Any] = {}
+    answers: dict[str, Any] = {}
+    for name in (REFERENCE, UNDER_TEST):
+        conn.flushdb()
+        ids, answers[name] = scenario(implementation(name), conn)
+        dumps[name] = normalize(snapshot(conn), id_map_for(*ids))
+    conn.flushdb()
+    assert dumps[REFERENCE], 'the scenario wrote nothing: it checks nothing'
+    assert_same(dumps[REFERENCE], dumps[UNDER_TEST])
+    assert answers[REFERENCE] == answers[UNDER_TEST]
+    return dumps

@@ -15,40 +15,14 @@ import redis
 
 try:
     import jobs
-    from snapshot import REFERENCE, UNDER_TEST, assert_same, id_map_for, implementation, normalize, snapshot
+    from snapshot import REFERENCE, UNDER_TEST, implementation, run_both
 except ImportError:  # tests/ became a package
     from tests import jobs  # type: ignore[no-redef]
-    from tests.snapshot import (  # type: ignore[no-redef]
-        REFERENCE,
-        UNDER_TEST,
-        assert_same,
-        id_map_for,
-        implementation,
-        normalize,
-        snapshot,
-    )
+    from tests.snapshot import REFERENCE, UNDER_TEST, implementation, run_both  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
 Scenario = Callable[[Any, redis.Redis], tuple[list[Any], Any]]
-
-
-def run_both(conn: redis.Redis, scenario: Scenario) -> dict[str, Any]:
-    """Run `scenario(impl, conn)` with rq, then rqfast; the dbs and the answers must match.
-
-    The scenario returns (jobs or ids whose ids differ between runs, in a fixed order; its answers).
-    """
-    dumps: dict[str, Any] = {}
-    answers: dict[str, Any] = {}
-    for name in (REFERENCE, UNDER_TEST):
-        conn.flushdb()
-        ids, answers[name] = scenario(implementation(name), conn)
-        dumps[name] = normalize(snapshot(conn), id_map_for(*ids))
-    conn.flushdb()
-    assert dumps[REFERENCE], 'the scenario wrote nothing: it checks nothing'
-    assert_same(dumps[REFERENCE], dumps[UNDER_TEST])
-    assert answers[REFERENCE] == answers[UNDER_TEST]
-    return dumps
 
 
 def saved(impl: Any, conn: redis.Redis, status: str | None = None) -> Any:
