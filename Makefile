@@ -2,7 +2,7 @@
 # `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test lint format mypy all bench rq-suite
+.PHONY: install test lint format mypy all bench rq-suite rq3 chaos soak
 
 install:
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -28,3 +28,12 @@ bench:
 
 rq-suite:  # RQ 2.12.0's own test suite against rqfast, compared with tests/rq_suite/expectations.txt
 	$(PYTHON) -m tests.rq_suite
+
+rq3:  # the interop tests beside rq 3.0.0, in .venv-rq3 (created on first use)
+	$(PYTHON) -m tests.rq3
+
+chaos:  # the chaos suite as CI runs it (bounded: a few minutes); it prints its counts at the end
+	$(PYTHON) -m pytest tests/chaos -q
+
+soak:  # the longer soak: more jobs, kills and redis-server restarts (some 20 minutes)
+	RQFAST_CHAOS_SOAK=1 $(PYTHON) -m pytest tests/chaos -q --timeout 3600

@@ -28,15 +28,20 @@ def io_sleep() -> None:
     time.sleep(IO_SLEEP_SECONDS)
 
 
+async def io_async() -> None:
+    """io_sleep as a coroutine: for the workers that run many at once on an event loop."""
+    await asyncio.sleep(IO_SLEEP_SECONDS)
+
+
 # BullMQ processors are coroutines called as processor(job, token); they route on the job's name.
 
 
 async def bull_processor(job: Any, token: str) -> Any:
     if job.name == 'cpu':
         return cpu()
-    if job.name == 'io_sleep':
+    if job.name in ('io_sleep', 'io_async'):
         await asyncio.sleep(IO_SLEEP_SECONDS)
     return None
 
 
-RQ_JOBS = {'noop': noop, 'cpu': cpu, 'io_sleep': io_sleep}
+RQ_JOBS = {'noop': noop, 'cpu': cpu, 'io_sleep': io_sleep, 'io_async': io_async}

@@ -11,6 +11,7 @@ thread with a 1 s timeout, which it sometimes waits out; a long-running worker n
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +20,7 @@ from bench import jobs
 from bench.child import MeasurementError, NotAvailable, run_group
 from bench.libs import Lib
 from bench.redis_server import Target
+from bench.run_worker import resident_mib
 
 _SETUP_CHUNK = 10_000
 
@@ -140,11 +142,12 @@ def concurrent_insert(lib: Lib, target: Target, count: int, producers: int, time
 # --- workers ---------------------------------------------------------------------------------
 
 
-def worker_rate(lib: Lib, target: Target, worker_class: str, job_name: str, count: int) -> float:
-    """Jobs/s of one worker draining `count` queued jobs in burst mode."""
+def worker_rate(lib: Lib, target: Target, worker_class: str, job_name: str, count: int, concurrency: int = 1) -> float:
+    """Jobs/s of one worker (at `concurrency`, when above 1) draining `count` queued jobs in burst mode."""
     queue = make_queue(lib, target)
     enqueue_jobs(lib, queue, job_name, count)
-    worker = lib.cls(worker_class)([queue], connection=queue.connection)
+    options = {'concurrency': concurrency} if concurrency > 1 else {}
+    worker = lib.cls(worker_class)([queue], connection=queue.connection, **options)
     kwargs = work_kwargs(worker)
     start = time.time()
     worker.work(**kwargs)
@@ -166,6 +169,35 @@ def concurrent_rate(lib: Lib, target: Target, job_name: str, count: int, process
     start, _ = run_group(processes, setup, timeout)
     check_finished(queue, count)
     return count / (last_ended_at(queue) - start)
+
+
+def fleet_rate(
+    lib: Lib, target: Target, job_name: str, count: int, processes: int, concurrency: int, timeout: float
+) -> tuple[float, float]:
+    """Jobs/s of `processes` SimpleWorker processes at `concurrency` each, and their resident memory
+    summed (MiB, read in each once its work is done)."""
+    if concurrency > 1 and 'concurrency' not in inspect.signature(lib.cls('SimpleWorker').__init__).parameters:
+        raise NotAvailable(f'{lib.label} runs one job at a time per process')
+    queue = make_queue(lib, target)
+    enqueue_jobs(lib, queue, job_name, count)
+    memory = multiprocessing.get_context('fork').Queue()
+
+    def setup() -> Any:
+        own_queue = make_queue(lib, target)
+        options = {'concurrency': concurrency} if concurrency > 1 else {}
+        worker = lib.cls('SimpleWorker')([own_queue], connection=own_queue.connection, **options)
+        kwargs = work_kwargs(worker)
+
+        def action() -> None:
+            worker.work(**kwargs)
+            memory.put(resident_mib())
+
+        return action
+
+    start, _ = run_group(processes, setup, timeout)
+    check_finished(queue, count)
+    rss = sum(memory.get(timeout=10) for _ in range(processes))
+    return count / (last_ended_at(queue) - start), rss
 
 
 def fill_backlog(lib: Lib, target: Target, count: int) -> None:

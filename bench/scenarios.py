@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import bull_side, counting, rq_side
+from bench.child import NotAvailable
 from bench.libs import Lib
 from bench.redis_server import Target
 from bench.scales import IO_CONCURRENCY, PRODUCERS, Scale
@@ -143,6 +144,7 @@ def build(scale: Scale, target: Target) -> list[Scenario]:
                 flush_each_run=False,
             )
         )
+    scenarios += _concurrency_scenarios(s, t, timeout)
     memory_rows = [
         Row('rss-start', 'SimpleWorker resident memory at start', 'MiB ↓', False, 1),
         Row('rss-end', f'SimpleWorker resident memory after {s.memory_jobs:,} no-op jobs', 'MiB ↓', False, 1),
@@ -163,3 +165,82 @@ def _io_scenario(procs: int, count: int, target: Target, timeout: float) -> Scen
 def _memory(lib: Lib, target: Target, count: int, timeout: float) -> dict[str, float]:
     found = counting.rq_memory(lib, target, count, timeout)
     return {'rss-start': found['rss_start'], 'rss-end': found['rss_end']}
+
+
+# --- many jobs in flight in one process (issue 12): rqfast's SimpleWorker(concurrency=N) in ONE
+# process, RQ's N SimpleWorker processes, BullMQ's Worker at concurrency N
+
+
+def _concurrency_scenarios(s: Scale, t: Target, timeout: float) -> list[Scenario]:
+    scenarios = []
+    for job, what in (('io_sleep', '10 ms I/O jobs'), ('io_async', '10 ms async I/O jobs')):
+        for n in CONCURRENCY_LEVELS:
+            name = f'conc-{"aio" if job == "io_async" else "io"}-{n}'
+            label = f'{what} ({s.io * 3:,}): rqfast 1 SimpleWorker at concurrency {n}; RQ {n} processes'
+            rows = [
+                Row(name, label, JOBS_PER_S),
+                Row(f'{name}-rss', f'  fleet resident memory, {name}', 'MiB ↓', False),
+            ]
+            scenarios.append(
+                Scenario(
+                    name,
+                    rows,
+                    _fleet(name, job, s.io * 3, n, t, timeout),
+                    _bull_fleet(name, job, s.io * 3, n, t, timeout),
+                )
+            )
+    for n in (1, *CONCURRENCY_LEVELS):
+        name = f'conc-noop-{n}'
+        label = f'no-op jobs ({s.noop * 3:,}), 1 process: SimpleWorker at concurrency {n}'
+        rq = _one_process(name, 'noop', s.noop * 3, n, t, timeout)
+        bull = (lambda n=n: bull_side.worker_rate(t, 'noop', s.noop * 3, n, timeout)) if n > 1 else None
+        scenarios.append(Scenario(name, [Row(name, label, JOBS_PER_S)], rq, bull))
+    for n in (1, 2, 4):
+        name = f'conc-fork-{n}'
+        label = f'no-op jobs ({s.noop_worker:,}): Worker, fork per job, at concurrency {n} (RQ: one job at a time)'
+        scenarios.append(Scenario(name, [Row(name, label, JOBS_PER_S)], _forking(s.noop_worker, n, t)))
+    return scenarios
+
+
+CONCURRENCY_LEVELS = (10, 50)
+
+
+def _forking(count: int, n: int, t: Target) -> RqMeasure:
+    def measure(lib: Lib) -> float:
+        if 'concurrency' not in lib.cls('Worker').__init__.__code__.co_varnames:
+            return rq_side.worker_rate(lib, t, 'Worker', 'noop', count)  # RQ: one job at a time
+        if n > 1:
+            try:
+                lib.cls('Worker')(['q'], connection=t.connect(), concurrency=n)
+            except ValueError as exc:
+                raise NotAvailable(str(exc)) from None
+        return rq_side.worker_rate(lib, t, 'Worker', 'noop', count, concurrency=n)
+
+    return measure
+
+
+def _fleet(name: str, job: str, count: int, n: int, t: Target, timeout: float) -> RqMeasure:
+    def measure(lib: Lib) -> dict[str, float]:
+        one_process = 'concurrency' in lib.cls('SimpleWorker').__init__.__code__.co_varnames
+        processes, concurrency = (1, n) if one_process else (n, 1)
+        rate, rss = rq_side.fleet_rate(lib, t, job, count, processes, concurrency, timeout)
+        return {name: rate, f'{name}-rss': rss}
+
+    return measure
+
+
+def _bull_fleet(name: str, job: str, count: int, n: int, t: Target, timeout: float) -> BullMeasure:
+    def measure() -> dict[str, float]:
+        from bench.run_worker import resident_mib
+
+        return {name: bull_side.worker_rate(t, job, count, n, timeout), f'{name}-rss': resident_mib()}
+
+    return measure
+
+
+def _one_process(name: str, job: str, count: int, n: int, t: Target, timeout: float) -> RqMeasure:
+    def measure(lib: Lib) -> float:
+        rate, _ = rq_side.fleet_rate(lib, t, job, count, 1, n, timeout)
+        return rate
+
+    return measure

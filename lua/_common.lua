@@ -19,11 +19,22 @@ local K = {
   deferred = function(q) return PREFIX .. 'deferred:' .. q end,
   scheduled = function(q) return PREFIX .. 'scheduled:' .. q end,
   canceled = function(q) return PREFIX .. 'canceled:' .. q end,
+  ready = function(q) return PREFIX .. 'ready:' .. q end,  -- RQ 3.0's ReadyJobRegistry
   group = function(g) return PREFIX .. 'group:' .. g end,
   groups = PREFIX .. 'groups',
   worker = function(w) return PREFIX .. 'worker:' .. w end,
+  -- RQ 3.0's index of a worker's running executions (set of `<id>:<x>`); 2.12 never reads it
+  worker_executions = function(w) return PREFIX .. 'worker:' .. w .. ':executions' end,
   workers = PREFIX .. 'workers',
   workers_by_queue = function(q) return PREFIX .. 'workers:' .. q end,
+  cron_jobs = PREFIX .. 'cron_jobs',
+  cron_job_history = function(name) return PREFIX .. 'cron_job:' .. name .. ':jobs' end,
+  dead_letter = function(q) return PREFIX .. 'dead-letter:' .. q end,
+  -- RQ 3.0's concurrency rate limits: the set of bare keys in use, a key's config hash, its slots
+  rl_keys = PREFIX .. 'rl-keys',
+  rl = function(k) return PREFIX .. 'rl:' .. k end,
+  rl_allowed = function(k) return PREFIX .. 'rl:' .. k .. ':allowed' end,
+  rl_waiting = function(k) return PREFIX .. 'rl:' .. k .. ':rate_limited' end,
 }
 
 -- Sets the TTL of a job's hash and its two dependency sets, as RQ's Job.cleanup(ttl) does:
@@ -47,6 +58,142 @@ local function push_job(queue, id, at_front)
   end
 end
 
+-- RQ 3.0's concurrency rate limits (rq/rate_limit.py). A job with a rate_limit_key holds one of its
+-- key's `concurrency` slots (K.rl_allowed) from its promotion onto its queue until it ends; until
+-- promoted it waits in K.rl_waiting, status rate_limited, on no queue. Jobs without a rate limit
+-- never reach these functions (the finish script reads one field to know).
+
+-- A key's concurrency as registered in K.rl (the last registrant's); 0 when unset.
+local function rate_limit_concurrency(rl_key)
+  return tonumber(redis.call('HGET', K.rl(rl_key), 'concurrency')) or 0
+end
+
+-- Fills the free slots of `rl_key` with its waiting jobs, oldest first: each joins the allowed set
+-- (score now_int), goes onto its origin queue (at the front with enqueue_at_front) and becomes
+-- queued with enqueued_at now_text. Popped ids without a hash, an origin or status rate_limited are
+-- dropped. RQ 3.0's ACQUIRE_AND_ENQUEUE_SCRIPT, write for write. Returns the promoted ids.
+local function rate_limit_promote(rl_key, concurrency, now_int, now_text)
+  local allowed, waiting, promoted = K.rl_allowed(rl_key), K.rl_waiting(rl_key), {}
+  while redis.call('ZCARD', allowed) < concurrency do
+    local popped = redis.call('ZPOPMIN', waiting)
+    if #popped == 0 then break end
+    local id = popped[1]
+    local f = redis.call('HMGET', K.job(id), 'origin', 'status', 'enqueue_at_front')
+    if f[1] and f[2] == 'rate_limited' then
+      redis.call('ZADD', allowed, now_int, id)
+      if f[3] == '1' then
+        redis.call('LPUSH', K.queue(f[1]), id)
+      else
+        redis.call('RPUSH', K.queue(f[1]), id)
+      end
+      redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
+      promoted[#promoted + 1] = id
+    end
+  end
+  return promoted
+end
+
+-- A stored job that may run now (its enqueue, its dependencies met, its scheduled time come) but
+-- carries a rate limit: its key registered with `concurrency` (the last registrant wins), status
+-- rate_limited, waiting since now_int; then the free slots are filled. RQ 3.0's
+-- Queue._enqueue_rate_limited_job after the job's own save. Returns true when `id` was promoted.
+local function rate_limit_wait(id, rl_key, concurrency, now_int, now_text)
+  redis.call('SADD', K.rl_keys, rl_key)
+  redis.call('HSET', K.rl(rl_key), 'concurrency', concurrency)
+  redis.call('HSET', K.job(id), 'status', 'rate_limited')
+  redis.call('ZADD', K.rl_waiting(rl_key), now_int, id)
+  for _, promoted in ipairs(rate_limit_promote(rl_key, tonumber(concurrency), now_int, now_text)) do
+    if promoted == id then return true end
+  end
+  return false
+end
+
+-- The server's clock as an integer epoch, for the callers that get no `now` of that kind.
+local function epoch_now()
+  return tonumber(redis.call('TIME')[1])
+end
+
+-- A job's rate-limit key (false when it has none): read before an outcome that may delete the hash.
+-- With `exists` false (the job was deleted while it ran) and an execution id, the key is read from
+-- the execution hash, where delete_job.lua leaves it (see rate_limit_mark_executions).
+local function rate_limit_key_of(id, exists, x)
+  local rl_key
+  if exists ~= false then
+    rl_key = redis.call('HGET', K.job(id), 'rate_limit_key')
+  elseif x and x ~= '' then
+    rl_key = redis.call('HGET', K.execution(id, x), 'rate_limit_key')
+  end
+  if not rl_key or rl_key == '' then return false end
+  return rl_key
+end
+
+-- A rate-limited job deleted while it runs: its live executions (RQ 3.0 keeps them, and so its slot)
+-- note its key, so the finish of each still frees the slot though the job hash is gone. RQ 3.0's
+-- readers ignore the extra field.
+local function rate_limit_mark_executions(id, rl_key)
+  for _, x in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do
+    if redis.call('EXISTS', K.execution(id, x)) == 1 then
+      redis.call('HSET', K.execution(id, x), 'rate_limit_key', rl_key)
+    end
+  end
+end
+
+-- After a job's outcome is written: unless it is queued or started again (an immediate retry or
+-- repeat keeps its slot), its slot is freed and the waiters promoted, as RQ 3.0's release_slot
+-- does after the worker's outcome transaction. `rl_key` false (no rate limit): nothing.
+local function rate_limit_release(id, rl_key, now_int, now_text)
+  if not rl_key then return end
+  local status = redis.call('HGET', K.job(id), 'status')
+  if status == 'queued' or status == 'started' then return end
+  redis.call('ZREM', K.rl_allowed(rl_key), id)
+  rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
+end
+
+-- Frees the slot of job `id` when it no longer needs it (not queued or started, and no live
+-- execution: a job canceled or deleted while it runs keeps its slot until that execution ends),
+-- then fills the free slots. RQ 3.0's RELEASE_STALE_AND_ENQUEUE_SCRIPT (cancel, delete, upkeep).
+-- Returns 1 when a slot was freed, 0 if not; and how many jobs were promoted.
+local function rate_limit_release_stale(id, rl_key, now_int, now_text)
+  local status = redis.call('HGET', K.job(id), 'status')
+  if status == 'queued' or status == 'started' then return 0, 0 end
+  if redis.call('ZCOUNT', K.executions(id), '(' .. now_int, '+inf') > 0 then return 0, 0 end
+  if redis.call('ZREM', K.rl_allowed(rl_key), id) == 0 then return 0, 0 end
+  return 1, #rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
+end
+
+-- A job canceled or deleted (RQ 3.0's RateLimitRegistry.cancel): out of the waiting set, and its slot
+-- freed unless it still runs (see rate_limit_release_stale). `rl_key` false: nothing.
+local function rate_limit_forget(id, rl_key, now_int, now_text)
+  if not rl_key then return end
+  redis.call('ZREM', K.rl_waiting(rl_key), id)
+  rate_limit_release_stale(id, rl_key, now_int, now_text)
+end
+
+-- RQ 3.0's rate-limit upkeep (RateLimitRegistry.cleanup for every key in K.rl_keys): frees the
+-- slots of jobs that no longer hold one (rate_limit_release_stale), fills the free slots with
+-- waiting jobs, and drops a key whose two sets are both empty (its config hash too, and its name
+-- from K.rl_keys). Returns {seen = keys, freed = slots, promoted = jobs, dropped = keys}.
+local function sweep_rate_limits(now_int, now_text)
+  local out = {seen = 0, freed = 0, promoted = 0, dropped = 0}
+  for _, rl_key in ipairs(redis.call('SMEMBERS', K.rl_keys)) do
+    out.seen = out.seen + 1
+    local allowed, waiting = K.rl_allowed(rl_key), K.rl_waiting(rl_key)
+    for _, id in ipairs(redis.call('ZRANGE', allowed, 0, -1)) do
+      local freed, promoted = rate_limit_release_stale(id, rl_key, now_int, now_text)
+      out.freed, out.promoted = out.freed + freed, out.promoted + promoted
+    end
+    local concurrency, moved = rate_limit_concurrency(rl_key), 0
+    if concurrency > 0 then moved = #rate_limit_promote(rl_key, concurrency, now_int, now_text) end
+    out.promoted = out.promoted + moved
+    if moved == 0 and redis.call('ZCARD', allowed) == 0 and redis.call('ZCARD', waiting) == 0 then
+      redis.call('SREM', K.rl_keys, rl_key)
+      redis.call('DEL', allowed, waiting, K.rl(rl_key))
+      out.dropped = out.dropped + 1
+    end
+  end
+  return out
+end
+
 -- Takes a job out of its queue (optionally) and out of the registry its status puts it in,
 -- as RQ's Job._remove_from_registries does.
 local function remove_from_registries(id, origin, status, remove_from_queue)
@@ -65,6 +212,8 @@ local function remove_from_registries(id, origin, status, remove_from_queue)
     redis.call('ZREM', K.failed(origin), id)
   elseif status == 'canceled' then
     redis.call('ZREM', K.canceled(origin), id)
+  elseif status == 'ready_to_enqueue' then  -- RQ 3.0
+    redis.call('ZREM', K.ready(origin), id)
   end
 end
 
@@ -100,14 +249,19 @@ local function release_dependents(parent_id, parent_status, now_text, exclude)
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
     local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
-      'enqueue_at_front', 'ttl')
+      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency')
     local allow_failure = fields[4] == '1'
     if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
       local origin = fields[3] or ''
       redis.call('ZREM', K.deferred(origin), dep_id)
-      redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
       expire_job_keys(dep_id, fields[6])
-      push_job(origin, dep_id, fields[5] == '1')
+      if fields[7] and fields[7] ~= '' then  -- RQ 3.0 rate limit: waits for a slot (see rate_limit_wait)
+        redis.call('SADD', K.queues, K.queue(origin))
+        rate_limit_wait(dep_id, fields[7], fields[8], epoch_now(), now_text)
+      else
+        redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
+        push_job(origin, dep_id, fields[5] == '1')
+      end
       released[#released + 1] = dep_id
     end
   end
@@ -142,26 +296,44 @@ local function clean_groups_of(names, prune, drop)
   return {alive, pruned, dropped}
 end
 
--- Reads ARGV from position `i` on: next() returns the next argument, list() a counted list,
+-- Reads ARGV (or `args`) from position `i` on: next() returns the next argument, list() a counted list,
 -- pairs() a counted list of field/value pairs (flat).
-local function argv_reader(i)
+local function argv_reader(i, args)
   local r = {}
-  function r.next() local v = ARGV[i]; i = i + 1; return v end
+  args = args or ARGV
+  function r.next() local v = args[i]; i = i + 1; return v end
   function r.list(width)
     local n, out = tonumber(r.next()) * (width or 1), {}
-    for j = 1, n do out[j] = ARGV[i + j - 1] end
+    for j = 1, n do out[j] = args[i + j - 1] end
     i = i + n
     return out
   end
   return r
 end
 
--- The heartbeat TTL of a running job (RQ's forking-worker rule, since every rqfast worker
--- heartbeats while its jobs run): min(timeout, monitoring interval) + grace.
+-- The heartbeat TTL of a running job: monitoring interval + grace. rqfast's heartbeat thread beats
+-- every third of the interval whatever the job's timeout, so (unlike RQ's forking rule,
+-- min(timeout, interval) + 60) a short timeout does not shorten it, and a small grace suffices:
+-- an abandoned job is found within interval + grace + the recovery pass's interval of its last beat.
 local function heartbeat_ttl(timeout, interval, grace)
-  timeout = tonumber(timeout)
-  if timeout and timeout > 0 and timeout < interval then return math.floor(timeout) + grace end
   return interval + grace
+end
+
+-- Ends execution `x` of job `id` taken from `queue`: its hash, its started-registry member and its
+-- executions entry. A finish or heartbeat of that execution finds no hash afterwards: it is fenced.
+local function end_execution(id, queue, x)
+  redis.call('DEL', K.execution(id, x))
+  redis.call('ZREM', K.started(queue), id .. ':' .. x)
+  redis.call('ZREM', K.executions(id), x)
+end
+
+-- An id a worker cannot use as a job id (RQ 2.12's pattern, [A-Za-z0-9_-]+, at most max_len
+-- characters): the reason, or nil when it is fine.
+local function unusable_id(id, max_len)
+  if id == '' then return 'empty job id' end
+  if #id > max_len then return 'job id longer than ' .. max_len .. ' characters' end
+  if string.find(id, '[^A-Za-z0-9_-]') then return 'job id outside [A-Za-z0-9_-]' end
+  return nil
 end
 
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker
@@ -180,6 +352,10 @@ local function start_job(id, queue, w, x, c)
   end
   if not has_data then return nil end
   local ttl = heartbeat_ttl(timeout, c.interval, c.grace)
+  -- A job claimed again (from a queue) is run by this execution only: any earlier one still on
+  -- record belongs to a worker that lost the job (paused past its deadline, then recovered) and is
+  -- fenced off here, so its late finish or heartbeat writes nothing.
+  for _, old in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do end_execution(id, queue, old) end
   redis.call('HSET', key, 'status', 'started', 'started_at', c.now_text, 'last_heartbeat', c.now_text,
     'worker_name', w)
   redis.call('PERSIST', key)
@@ -194,28 +370,67 @@ local function start_job(id, queue, w, x, c)
     redis.call('HSET', wkey, 'state', 'busy', 'current_job', id, 'current_job_working_time', 0,
       'last_heartbeat', c.now_text)
     redis.call('EXPIRE', wkey, ttl)
+    -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
+    -- hash's, as RQ 3.0 leaves it once its start transaction is done
+    redis.call('SADD', K.worker_executions(w), id .. ':' .. x)
+    redis.call('EXPIRE', K.worker_executions(w), ttl)
   end
   return job
 end
 
+-- Takes execution `x` of job `id` out of worker `w`'s RQ 3.0 executions index ("" = no worker).
+-- Abandoned jobs (settled by maintenance, w "") keep their member, as in RQ 3.0: its readers drop a
+-- member whose execution hash has expired, and the index expires with its worker.
+local function forget_worker_execution(id, x, w)
+  if w ~= '' then redis.call('SREM', K.worker_executions(w), id .. ':' .. x) end
+end
+
+-- Moves an id the worker cannot use out of the way, visibly: HSET <prefix>dead-letter:<queue>
+-- id -> "<now> <reason>" (a job hash under that id, if any, is left as it is).
+local function dead_letter(queue, id, reason, c)
+  redis.call('HSET', K.dead_letter(queue), id, c.now_text .. ' ' .. reason)
+end
+
 -- Pops and starts the first available job from `queues` (in the order given). Ids without a
--- job hash are dropped (returned, for the worker to log), at most c.max_dropped per call. With
--- <prefix>suspended set, claims nothing.
--- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1}.
+-- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
+-- c.max_id_len are dead-lettered (returned flat: queue, id, reason, ...); at most c.max_dropped of both per
+-- call. With <prefix>suspended set, claims nothing.
+-- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1,
+--   dead-lettered ids (flat: queue, id, reason, ...)}.
 local function claim_next(queues, w, x, c)
-  local dropped = {}
-  if redis.call('EXISTS', PREFIX .. 'suspended') == 1 then return {false, false, false, dropped, 1} end
+  local dropped, dead = {}, {}
+  if redis.call('EXISTS', PREFIX .. 'suspended') == 1 then return {false, false, false, dropped, 1, dead} end
   for _, queue in ipairs(queues) do
     while true do
       local id = redis.call('LPOP', K.queue(queue))
       if not id then break end
-      local job = start_job(id, queue, w, x, c)
-      if job then return {id, queue, job, dropped, 0} end
-      dropped[#dropped + 1] = id
-      if #dropped >= c.max_dropped then return {false, false, false, dropped, 0} end
+      local unusable = unusable_id(id, c.max_id_len)
+      if unusable then
+        dead_letter(queue, id, unusable, c)
+        dead[#dead + 1] = queue
+        dead[#dead + 1] = id
+        dead[#dead + 1] = unusable
+      else
+        local job = start_job(id, queue, w, x, c)
+        if job then return {id, queue, job, dropped, 0, dead} end
+        dropped[#dropped + 1] = id
+      end
+      if #dropped + #dead / 3 >= c.max_dropped then return {false, false, false, dropped, 0, dead} end
     end
   end
-  return {false, false, false, dropped, 0}
+  return {false, false, false, dropped, 0, dead}
+end
+
+-- The job execution `x` of worker `w` already started, when a claim is sent again because the reply
+-- to the first one was lost (the connection dropped): {id, queue, job hash (flat), {}, 0, {}}, or nil.
+local function resumed_claim(w, x)
+  if w == '' or x == '' then return nil end
+  local id = redis.call('HGET', K.worker(w), 'current_job')
+  if not id or redis.call('EXISTS', K.execution(id, x)) == 0 then return nil end
+  local job = redis.call('HGETALL', K.job(id))
+  local queue = redis.call('HGET', K.job(id), 'origin')
+  if #job == 0 or not queue then return nil end
+  return {id, queue, job, {}, 0, {}}
 end
 
 -- A worker with nothing to do: idle, no current job, heartbeat, the idle TTL.
@@ -226,4 +441,5 @@ local function set_worker_idle(w, c, idle_ttl)
   redis.call('HDEL', wkey, 'current_job')
   redis.call('EXPIRE', wkey, idle_ttl)
 end
+
 

@@ -23,4 +23,5 @@ if ARGV[6] == '1' then
 end
 remove_from_registries(id, origin, fields[1], true)
 redis.call('ZADD', K.canceled(origin), tonumber(ARGV[3]), id)
+rate_limit_forget(id, rate_limit_key_of(id), tonumber(ARGV[3]), ARGV[4])  -- RQ 3.0 rate limit (none: a field read)
 return 1

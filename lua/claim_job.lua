@@ -7,9 +7,12 @@
 -- added to a running job's heartbeat TTL), ARGV[8] most ids without a job hash to drop before
 -- returning, ARGV[9] worker idle TTL (s), ARGV[10] new execution id, ARGV[11] id already moved
 -- into `queue`'s intermediate list by a blocking BLMOVE ("" for none), ARGV[12] that queue,
--- ARGV[13] number of queues, queue names...
+-- ARGV[13] longest usable job id, ARGV[14] number of queues, queue names...
+-- Sent again with the same execution id after a lost reply, it answers the job that execution
+-- already started instead of claiming another.
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
---   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0}
+--   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0,
+--   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next)}
 
 local r = argv_reader(2)
 local w = r.next()
@@ -18,15 +21,31 @@ c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next())
 local idle_ttl = r.next()
 local x = r.next()
 local moved_id, moved_queue = r.next(), r.next()
+c.max_id_len = tonumber(r.next())
 local queues = r.list()
+
+local resumed = resumed_claim(w, x)
+if resumed then return resumed end
 
 -- The moved id is claimed only while it is still in the intermediate list: maintenance puts an
 -- id stranded there for a minute back on its queue, and it must not be both queued and started.
 if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
-  local job = start_job(moved_id, moved_queue, w, x, c)
-  if job then return {moved_id, moved_queue, job, {}, 0} end
+  local unusable = unusable_id(moved_id, c.max_id_len)
+  local job = nil
+  if unusable then
+    dead_letter(moved_queue, moved_id, unusable, c)
+  else
+    job = start_job(moved_id, moved_queue, w, x, c)
+  end
+  if job then return {moved_id, moved_queue, job, {}, 0, {}} end
   local claim = claim_next(queues, w, x, c)
-  table.insert(claim[4], 1, moved_id)
+  if unusable then
+    table.insert(claim[6], 1, unusable)
+    table.insert(claim[6], 1, moved_id)
+    table.insert(claim[6], 1, moved_queue)
+  else
+    table.insert(claim[4], 1, moved_id)
+  end
   if not claim[1] then set_worker_idle(w, c, idle_ttl) end
   return claim
 end

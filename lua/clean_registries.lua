@@ -7,36 +7,44 @@
 -- per-queue worker set. Each queue is done under RQ's lock, <prefix>clean_registries:<q>, so a
 -- queue an RQ worker is cleaning is left alone. Then, as RQ's workers do after it (Group.clean_registries,
 -- under no lock), every group loses the ids of jobs whose hash is gone, and groups left empty leave
--- <prefix>groups.
+-- <prefix>groups. RQ 3.0's ReadyJobRegistry is recovered too, as its maintenance does: a dependent an
+-- RQ 3.0 process left in <prefix>ready:<q> (it died between releasing and pushing it) is pushed.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] now as float epoch, ARGV[3] expiry cutoff (integer epoch: entries scored
 -- at or below it have expired; now, unless a caller pins another time), ARGV[4] "all" for the
 -- whole pass under the lock, "started" for the abandoned jobs only and without the lock (RQ's
--- StartedJobRegistry.cleanup), ARGV[5] lock TTL (s), ARGV[6] seconds an id must sit in an
+-- StartedJobRegistry.cleanup), "ready" for the ready registries only, without the lock (RQ 3.0's
+-- ReadyJobRegistry.cleanup), ARGV[5] lock TTL (s), ARGV[6] seconds an id must sit in an
 -- intermediate list before it is put back, ARGV[7] TTL (s) of the first-seen marker,
--- ARGV[8] n job fields to return with each abandoned job, field names..., then n queues, queue names...
+-- ARGV[8] n job fields to return with each abandoned job, field names..., then n queues, queue names...,
+-- then now as UTC text (the enqueued_at of jobs RQ 3.0's rate-limit sweep promotes; a whole pass only)
 -- Returns: {abandoned jobs (each {queue, started-registry member, the job fields asked for, in
 --   order}), rescued intermediate ids (flat: queue, id), {finished entries expired, failed entries
 --   expired, intermediate ids dropped (no job hash, or not queued), dead workers removed, group
---   job ids pruned, groups dropped}, queues skipped because their lock was held}
+--   job ids pruned, groups dropped, rate-limit slots freed, rate-limited jobs promoted, ready
+--   dependents pushed (or parked for a rate-limit slot), ready entries dropped}, queues
+--   skipped because their lock was held, ids of the ready dependents enqueued}
 
 local r = argv_reader(2)
 local now_float_text = r.next()
 local now_float = tonumber(now_float_text)
 local cutoff = r.next()
-local whole = r.next() == 'all'
+local mode = r.next()
+local whole = mode == 'all'
 local lock_ttl, stuck_after, first_seen_ttl = r.next(), tonumber(r.next()), r.next()
 local wanted = {'data', 'status'}
 for _, name in ipairs(r.list()) do wanted[#wanted + 1] = name end
 local queues = r.list()
+local now_text = r.next()
 
 local function lock_key(q) return PREFIX .. 'clean_registries:' .. q end
 local function first_seen_key(q, id) return K.intermediate(q) .. ':first_seen:' .. id end
 local function job_id_of(member) return string.match(member, '^([^:]*)') end
 
-local abandoned, rescued, locked = {}, {}, {}
-local stats = {0, 0, 0, 0, 0, 0}
+local abandoned, rescued, locked, ready_ids = {}, {}, {}, {}
+local stats = {0, 0, 0, 0, 0, 0, 0, 0}
+local ready_dropped = 0
 
 -- Only a job still marked started was abandoned (once per job); any other expired entry was
 -- settled since, or its job is gone: it is only dropped.
@@ -101,8 +109,34 @@ local function clean_intermediate(q)
   end
 end
 
+-- RQ 3.0's ReadyJobRegistry.cleanup: every entry of <prefix>ready:<q> whose job is still
+-- ready_to_enqueue leaves it and is enqueued on q (status queued, enqueued_at now, at the front with
+-- enqueue_at_front; a rate-limited one waits for a slot instead); any other entry is dropped.
+local function clean_ready(q)
+  local ready = K.ready(q)
+  for _, id in ipairs(redis.call('ZRANGE', ready, 0, -1)) do
+    redis.call('ZREM', ready, id)
+    local job = redis.call('HMGET', K.job(id), 'data', 'status', 'enqueue_at_front', 'rate_limit_key',
+      'rate_limit_concurrency')
+    if job[1] and job[2] == 'ready_to_enqueue' then
+      if job[4] and job[4] ~= '' then
+        redis.call('SADD', K.queues, K.queue(q))
+        rate_limit_wait(id, job[4], job[5], math.floor(now_float), now_text)
+      else
+        redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
+        push_job(q, id, job[3] == '1')
+      end
+      ready_ids[#ready_ids + 1] = id
+    else
+      ready_dropped = ready_dropped + 1
+    end
+  end
+end
+
 for _, q in ipairs(queues) do
-  if not whole then
+  if mode == 'ready' then
+    clean_ready(q)
+  elseif not whole then
     clean_started(q)
   elseif redis.call('SET', lock_key(q), 1, 'NX', 'EX', lock_ttl) then
     stats[1] = stats[1] + redis.call('ZREMRANGEBYSCORE', K.finished(q), 0, cutoff)
@@ -110,6 +144,7 @@ for _, q in ipairs(queues) do
     stats[2] = stats[2] + redis.call('ZREMRANGEBYSCORE', K.failed(q), 0, cutoff)
     clean_workers(q)
     clean_intermediate(q)
+    clean_ready(q)
     redis.call('DEL', lock_key(q))
   else
     locked[#locked + 1] = q
@@ -118,5 +153,9 @@ end
 if whole then
   local groups = clean_groups_of({}, true, true)
   stats[5], stats[6] = groups[2], groups[3]
+  local swept = sweep_rate_limits(math.floor(now_float), now_text)  -- RQ 3.0 rate limits
+  stats[7], stats[8] = swept.freed, swept.promoted
 end
-return {abandoned, rescued, stats, locked}
+stats[#stats + 1] = #ready_ids
+stats[#stats + 1] = ready_dropped
+return {abandoned, rescued, stats, locked, ready_ids}

@@ -3,19 +3,28 @@
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] "1" to remove it from its queue, ARGV[4] "1" to delete
--- its dependents
+-- its dependents, ARGV[5] now as UTC text and ARGV[6] as an integer epoch (a rate-limited job's
+-- freed slot promotes a waiting job: see rate_limit_forget in _common.lua)
 -- Returns: the number of jobs deleted.
 
 local function delete_one(id, remove_from_queue)
   local fields = redis.call('HMGET', K.job(id), 'status', 'origin', 'group_id')
+  local rl_key = rate_limit_key_of(id)
   if fields[1] then remove_from_registries(id, fields[2] or '', fields[1], remove_from_queue) end
-  for _, x in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do
-    redis.call('DEL', K.execution(id, x))
-    if fields[2] then redis.call('ZREM', K.started(fields[2]), id .. ':' .. x) end
+  -- A rate-limited job keeps its executions, as in RQ 3.0: a live one holds its slot until it ends
+  if rl_key then
+    rate_limit_mark_executions(id, rl_key)
+  else
+    for _, x in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do
+      redis.call('DEL', K.execution(id, x))
+      if fields[2] then redis.call('ZREM', K.started(fields[2]), id .. ':' .. x) end
+    end
+    redis.call('DEL', K.executions(id))
   end
-  redis.call('DEL', K.executions(id))
   if fields[3] and fields[3] ~= '' then redis.call('SREM', K.group(fields[3]), id) end
-  return redis.call('DEL', K.job(id), K.dependents(id), K.dependencies(id)) > 0 and 1 or 0
+  local deleted = redis.call('DEL', K.job(id), K.dependents(id), K.dependencies(id)) > 0 and 1 or 0
+  if rl_key then rate_limit_forget(id, rl_key, tonumber(ARGV[6]), ARGV[5]) end
+  return deleted
 end
 
 local id = ARGV[2]

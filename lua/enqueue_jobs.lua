@@ -20,9 +20,13 @@
 --                  existing dependency is finished (or failed with allow_failure)
 --         "store"  save as queued without pushing (a sync job about to run in-process)
 --         "schedule" save as scheduled and ZADD the scheduled registry at `score`
+--         "limit"  as "queue" for a job with an RQ 3.0 rate limit (its fields hold rate_limit_key and
+--                  rate_limit_concurrency): not pushed but made to wait for a slot, then promoted
+--                  at once if one is free (see rate_limit_wait in _common.lua)
 --   The fields are the job hash without status, and but for "schedule" without enqueued_at, which
 --   this script sets.
--- Returns: one status per job: "queued", "deferred", "scheduled", "stored", "duplicate" or
+-- Returns: one status per job: "queued", "deferred", "scheduled", "stored", "rate_limited"
+--   (waiting for a rate-limit slot), "duplicate" or
 --   "not_failed" (a requeue of a job that is not in the failed registry; nothing written)
 --   ("duplicate": unique was asked and the job hash exists; nothing was written for it).
 
@@ -53,9 +57,18 @@ local function store(id, fields, status, enqueued)
   if enqueued then redis.call('HSET', key, 'enqueued_at', now_text) end
 end
 
+local function field_value(fields, name)
+  for f = 1, #fields, 2 do
+    if fields[f] == name then return fields[f + 1] end
+  end
+end
+
 local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
   if mode == 'requeue' and redis.call('ZREM', K.failed(queue), id) == 0 then
     return 'not_failed'
+  end
+  if mode == 'requeue' and field_value(fields, 'rate_limit_key') and field_value(fields, 'rate_limit_concurrency') then
+    mode = 'limit'  -- a rate-limited job waits for a slot, as RQ 3.0's requeue
   end
   if mode == 'schedule' then
     redis.call('SADD', K.queues, K.queue(queue))
@@ -79,6 +92,12 @@ local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, 
     return 'deferred'
   end
   redis.call('ZREM', K.deferred(queue), id)  -- a job that was deferred is not any more
+  if mode == 'limit' then
+    store(id, fields, 'rate_limited', false)
+    expire_job_keys(id, ttl)
+    local rl_key, concurrency = field_value(fields, 'rate_limit_key'), field_value(fields, 'rate_limit_concurrency')
+    return rate_limit_wait(id, rl_key, concurrency, now_epoch, now_text) and 'queued' or 'rate_limited'
+  end
   store(id, fields, 'queued', true)
   expire_job_keys(id, ttl)
   if mode == 'store' then return 'stored' end

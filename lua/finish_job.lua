@@ -7,10 +7,15 @@
 -- ARGV[1] prefix
 -- ARGV[2] worker name ("" for a sync run or an abandoned job: no worker hash)
 -- ARGV[3] now as UTC text, ARGV[4] now as float epoch, ARGV[5] now as integer epoch
--- ARGV[6] job id, ARGV[7] its queue (origin), ARGV[8] execution id ("" for none)
+-- ARGV[6] job id, ARGV[7] its queue (origin), ARGV[8] execution id ("" for none: no fence)
+--   The owner's call is fenced on its execution: while the execution hash (K.execution) exists, the
+--   execution still owns the job; once it is gone (recovered by maintenance, claimed again, or its
+--   heartbeats stopped long enough for it to expire) the call writes nothing of the outcome (not
+--   the job, its registries, its results, its dependents, the worker's counters) and only claims.
 -- ARGV[9] fence: "" for the owner's call; else a started-registry member `<id>:<execution id>`
 --   (maintenance recording an abandoned job): the outcome is recorded only while the job is still
---   "started" and the member is still in its queue's started registry; the member goes either way
+--   "started" and the member is still in its queue's started registry; the member goes either way,
+--   and with a recorded outcome the execution ends (so its worker, if it wakes up, is fenced off)
 -- ARGV[10] registry to add the job to: "finished", "failed" or ""
 -- ARGV[11] that registry's score ("+inf" allowed)
 -- ARGV[12] job key TTL: "" leave, "delete" delete the job (result_ttl 0; it leaves its group),
@@ -25,9 +30,9 @@
 -- ARGV[20] n job hash fields, then field, value, ...   (HSET on the job)
 -- then n result stream fields, then field, value, ...  (XADD; n = 0 writes no entry)
 -- then: claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job
---   hash to drop, worker idle TTL, new execution id, n queues, queue names...
--- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0} when no
--- claim was asked; with a fence, {false, false, false, {}, 0, 1 if recorded else 0}.
+--   hash to drop, longest usable job id, worker idle TTL, new execution id, n queues, queue names...
+-- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
+-- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off.
 
 local r = argv_reader(2)
 local w = r.next()
@@ -40,6 +45,7 @@ local fields = r.list(2)
 local stream = r.list(2)
 local claim = r.next() == '1'
 c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
+c.max_id_len = tonumber(r.next())
 local idle_ttl, next_x = r.next(), r.next()
 local queues = r.list()
 
@@ -48,10 +54,37 @@ local key = K.job(id)
 -- parent's status before its own writes.
 local status_before = redis.call('HGET', key, 'status')
 local exists = status_before ~= false or redis.call('EXISTS', key) == 1
+local rl_key = rate_limit_key_of(id, exists, x)  -- RQ 3.0 rate limit: the slot is released below
 -- An abandoned job is recorded only if no one settled it meanwhile: its member was still there.
 if fence ~= '' then
   local removed = redis.call('ZREM', K.started(origin), fence) == 1
-  if not (removed and status_before == 'started') then return {false, false, false, {}, 0, 0} end
+  if not (removed and status_before == 'started') then return {false, false, false, {}, 0, {}, 0} end
+  local fenced_x = string.match(fence, ':([^:]*)$')
+  if fenced_x and fenced_x ~= '' then end_execution(id, origin, fenced_x) end
+end
+
+-- The answer once the outcome is written (or fenced off): the next claim, or none.
+local function answer(recorded)
+  local reply = {false, false, false, {}, 0, {}}
+  if claim then
+    reply = claim_next(queues, w, next_x, c)
+    if not reply[1] then set_worker_idle(w, c, idle_ttl) end
+  else
+    set_worker_idle(w, c, idle_ttl)
+  end
+  reply[7] = recorded
+  return reply
+end
+
+if fence == '' and x ~= '' and redis.call('EXISTS', K.execution(id, x)) == 0 then
+  -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
+  -- may have claimed the next job; that claim is the answer.
+  local resumed = claim and resumed_claim(w, next_x)
+  if resumed then
+    resumed[7] = 0
+    return resumed
+  end
+  return answer(0)
 end
 if status_before == 'canceled' or status_before == 'stopped' then
   if release_as ~= '' then release_as = status_before end
@@ -59,9 +92,8 @@ end
 
 -- The execution ends: out of the started registry and the executions set.
 if x ~= '' then
-  redis.call('DEL', K.execution(id, x))
-  redis.call('ZREM', K.started(origin), id .. ':' .. x)
-  redis.call('ZREM', K.executions(id), x)
+  forget_worker_execution(id, x, w)
+  end_execution(id, origin, x)
 end
 if w ~= '' then
   local wkey = K.worker(w)
@@ -107,11 +139,6 @@ if exists then
   end
 end
 
-if fence ~= '' then return {false, false, false, {}, 0, 1} end
-if not claim then
-  set_worker_idle(w, c, idle_ttl)
-  return {false, false, false, {}, 0}
-end
-local next_claim = claim_next(queues, w, next_x, c)
-if not next_claim[1] then set_worker_idle(w, c, idle_ttl) end
-return next_claim
+rate_limit_release(id, rl_key, c.now_int, c.now_text)  -- nothing for a job without a rate limit
+if fence ~= '' then return {false, false, false, {}, 0, {}, 1} end
+return answer(1)

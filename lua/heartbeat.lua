@@ -7,26 +7,36 @@
 -- ARGV[8] heartbeat grace (s: a job's executions entry outlives its heartbeat TTL by this much),
 -- ARGV[9] working time of the current job (s, "" when idle),
 -- ARGV[10] number of jobs in flight, then per job: id, queue, execution id
--- Returns: 1 if <prefix>suspended is set, else 0.
+-- Fenced: a job whose execution hash is gone (recovered by maintenance, claimed again, or expired)
+-- is not this worker's any more: nothing of it is touched (but for its member of the worker's own
+-- RQ 3.0 executions index, which goes), and its id is returned.
+-- Returns: {1 if <prefix>suspended is set else 0, ids of the jobs in flight no longer owned}.
 
 local r = argv_reader(2)
 local w, worker_ttl, now_text, now_float = r.next(), r.next(), r.next(), r.next()
 local now_int, ttl, grace, working = tonumber(r.next()), tonumber(r.next()), tonumber(r.next()), r.next()
 local jobs = r.list(3)
 local wkey = K.worker(w)
+local lost = {}
 redis.call('HSET', wkey, 'last_heartbeat', now_text)
 if working ~= '' then redis.call('HSET', wkey, 'current_job_working_time', working) end
 redis.call('EXPIRE', wkey, worker_ttl)
+redis.call('EXPIRE', K.worker_executions(w), worker_ttl)  -- RQ 3.0's heartbeat does the same
 for j = 1, #jobs, 3 do
   local id, queue, x = jobs[j], jobs[j + 1], jobs[j + 2]
   local execution = K.execution(id, x)
-  if redis.call('EXISTS', execution) == 1 then
-    redis.call('HSET', execution, 'last_heartbeat', now_float)
-    redis.call('EXPIRE', execution, ttl)
+  if x ~= '' and redis.call('EXISTS', execution) == 0 then
+    lost[#lost + 1] = id
+    redis.call('SREM', K.worker_executions(w), id .. ':' .. x)  -- not running here any more
+  else
+    if x ~= '' then
+      redis.call('HSET', execution, 'last_heartbeat', now_float)
+      redis.call('EXPIRE', execution, ttl)
+    end
+    redis.call('ZADD', K.started(queue), 'XX', now_int + ttl, id .. ':' .. x)
+    redis.call('ZADD', K.executions(id), 'XX', now_int + ttl + grace, x)
+    redis.call('EXPIRE', K.executions(id), ttl + grace)
+    if redis.call('EXISTS', K.job(id)) == 1 then redis.call('HSET', K.job(id), 'last_heartbeat', now_text) end
   end
-  redis.call('ZADD', K.started(queue), 'XX', now_int + ttl, id .. ':' .. x)
-  redis.call('ZADD', K.executions(id), 'XX', now_int + ttl + grace, x)
-  redis.call('EXPIRE', K.executions(id), ttl + grace)
-  if redis.call('EXISTS', K.job(id)) == 1 then redis.call('HSET', K.job(id), 'last_heartbeat', now_text) end
 end
-return redis.call('EXISTS', PREFIX .. 'suspended')
+return {redis.call('EXISTS', PREFIX .. 'suspended'), lost}

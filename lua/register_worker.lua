@@ -23,5 +23,6 @@ else
   for _, q in ipairs(queues) do redis.call('SREM', K.workers_by_queue(q), key) end
   redis.call('HSET', key, 'death', now_text)
   redis.call('EXPIRE', key, ttl)
+  redis.call('DEL', K.worker_executions(w))  -- RQ 3.0's death does the same
 end
 return 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import executions  # noqa: F401  (job.get_executions() needs it loaded)
 from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
+from .rate_limit import RateLimit
 from .repeat import Repeat
 from .version import VERSION
 from .webhook import Webhook
@@ -18,6 +19,7 @@ __all__ = [
     'ForkingWorker',
     'Job',
     'Queue',
+    'RateLimit',
     'Repeat',
     'Retry',
     'Webhook',

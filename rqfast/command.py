@@ -1,6 +1,7 @@
 """RQ's worker commands over pub/sub: sending them, and what each does in the worker that receives it.
 
 The wire format is RQ's: a JSON object `{"command": "shutdown" | "kill-horse" | "stop-job", ...}`
+(RQ 3.0 adds `{"command": "stop-execution", "job_id": ..., "execution_id": ...}`)
 published on `rq:pubsub:<worker name>`, so rq and rqfast workers and tools command each other.
 The worker's listener (rqfast/worker/commands.py) hands each payload to handle_command.
 """
@@ -27,6 +28,7 @@ PUBSUB_CHANNEL_TEMPLATE = keys.pubsub_channel('%s')  # 'rq:pubsub:%s', as RQ nam
 SHUTDOWN = 'shutdown'
 KILL_HORSE = 'kill-horse'
 STOP_JOB = 'stop-job'
+STOP_EXECUTION = 'stop-execution'  # RQ 3.0's
 
 
 def send_command(connection: Redis, worker_name: str, command: str, **kwargs: Any) -> None:
@@ -55,6 +57,17 @@ def send_stop_job_command(connection: Redis, job_id: str, serializer: Any = None
     send_command(connection, job.worker_name, STOP_JOB, job_id=job_id)
 
 
+def send_stop_execution_command(connection: Redis, job_id: str, execution_id: str) -> None:
+    """RQ 3.0's: stop one execution of a job (it ends STOPPED); the worker is read from the execution.
+
+    InvalidJobOperation when that execution is not running.
+    """
+    worker_name = connection.hget(keys.execution_key(job_id, execution_id), 'worker_name')
+    if not worker_name:
+        raise InvalidJobOperation('Execution is not running')
+    send_command(connection, as_text(worker_name), STOP_EXECUTION, job_id=job_id, execution_id=execution_id)
+
+
 def parse_payload(message: dict[str, Any]) -> dict[str, Any]:
     """The command a pub/sub message carries; ValueError when its data is not a JSON object."""
     payload = json.loads(as_text(message['data']))
@@ -72,6 +85,8 @@ def handle_command(worker: BaseWorker, payload: dict[str, Any]) -> None:
         handle_shutdown_command(worker)
     elif command == KILL_HORSE:
         handle_kill_worker_command(worker, payload)
+    elif command == STOP_EXECUTION:
+        handle_stop_execution_command(worker, payload)
 
 
 def handle_shutdown_command(worker: BaseWorker) -> None:
@@ -91,3 +106,19 @@ def handle_stop_job_command(worker: BaseWorker, payload: dict[str, Any]) -> None
         worker.stop_job(job_id)
     else:
         worker.log.info('Worker %s: not working on job %s, stop-job command ignored', worker.name, job_id)
+
+
+def handle_stop_execution_command(worker: BaseWorker, payload: dict[str, Any]) -> None:
+    """A stop-job for the job the execution runs, while that execution is still running (its hash is
+    deleted when it ends): a late command does not stop a later run of the same job."""
+    job_id, execution_id = payload.get('job_id'), payload.get('execution_id')
+    if (
+        isinstance(job_id, str)
+        and isinstance(execution_id, str)
+        and worker.connection.exists(keys.execution_key(job_id, execution_id))
+    ):
+        handle_stop_job_command(worker, {'job_id': job_id})
+    else:
+        worker.log.info(
+            'Worker %s: execution %s of job %s is not running, command ignored', worker.name, execution_id, job_id
+        )

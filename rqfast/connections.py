@@ -40,6 +40,51 @@ def get_connection_kwargs(connection: Redis) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if type(value) is not object}
 
 
+def sentinel_recipe(pool: Any) -> tuple[Any, ...] | None:
+    """What rebuilds a Sentinel-managed pool's Sentinel elsewhere (service name, the sentinels'
+    addresses and kwargs, master or replica); None for any other pool."""
+    manager = getattr(pool, 'sentinel_manager', None)
+    if manager is None:
+        return None
+    addresses = [
+        (client.connection_pool.connection_kwargs.get('host'), client.connection_pool.connection_kwargs.get('port'))
+        for client in manager.sentinels
+    ]
+    return (pool.service_name, addresses, dict(manager.sentinel_kwargs), pool.is_master, pool.check_connection)
+
+
+def build_pool(pool_class: Any, connection_class: Any, kwargs: dict[str, Any], sentinel: Any = None) -> Any:
+    """A new pool of `pool_class`; a Sentinel-managed one from sentinel_recipe()'s answer (or its manager)."""
+    if sentinel is None:
+        return pool_class(connection_class=connection_class, **kwargs)
+    if isinstance(sentinel, tuple):
+        from redis.sentinel import Sentinel
+
+        service_name, addresses, sentinel_kwargs, is_master, check_connection = sentinel
+        sentinel_class: Any = Sentinel  # (untyped in redis-py)
+        manager = sentinel_class(addresses, sentinel_kwargs=sentinel_kwargs)
+    else:
+        manager = sentinel.sentinel_manager
+        service_name, is_master, check_connection = sentinel.service_name, sentinel.is_master, sentinel.check_connection
+    return pool_class(
+        service_name,
+        manager,
+        connection_class=connection_class,
+        is_master=is_master,
+        check_connection=check_connection,
+        **kwargs,
+    )
+
+
+def pool_like(connection: Redis, **overrides: Any) -> Any:
+    """A new pool to the same server as `connection`'s (the same Sentinel master, for a Sentinel pool)."""
+    pool: Any = connection.connection_pool
+    kwargs = {key: value for key, value in pool.connection_kwargs.items() if key != 'connection_pool'}
+    kwargs.update(overrides)
+    sentinel = pool if getattr(pool, 'sentinel_manager', None) is not None else None
+    return build_pool(type(pool), pool.connection_class, kwargs, sentinel)
+
+
 def parse_connection(connection: Redis) -> tuple[type[Redis], type[RedisConnection], dict[str, Any]]:
     """(client class, pool connection class, pool kwargs): what rebuilds the connection elsewhere."""
     pool_class: type[RedisConnection] = connection.connection_pool.connection_class

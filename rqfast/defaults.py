@@ -7,6 +7,9 @@ number below is written twice.
 
 from __future__ import annotations
 
+import os
+import re
+
 # --- RQ 2.12's rq.defaults, same names and values (the class paths name rqfast's classes)
 
 DEFAULT_JOB_CLASS = 'rqfast.job.Job'
@@ -22,12 +25,21 @@ DEFAULT_FAILURE_TTL = 31536000  # one year
 DEFAULT_CRON_JOB_HISTORY_LIMIT = 1000
 DEFAULT_CRON_JOB_HISTORY_TTL = 31536000
 DEFAULT_CRON_SCHEDULER_TTL = 120
+CRON_RUN_TOLERANCE = 1.0  # seconds (at most a quarter interval): a run this close after the previous is not the next
+CRON_FOLLOW_GRACE = 0.25  # seconds (at most a quarter slot) a cron scheduler waits past a run another one enqueued
+CRON_OWN_RUNS_KEPT = 64  # job ids a CronJob remembers enqueuing (its own runs never block it)
 DEFAULT_SCHEDULER_FALLBACK_PERIOD = 120
 DEFAULT_MAINTENANCE_TASK_INTERVAL = 10 * 60  # RQ's; rqfast's workers use MAINTENANCE_INTERVAL below
 DEFAULT_LOGGING_DATE_FORMAT = '%H:%M:%S'
 DEFAULT_LOGGING_FORMAT = '%(asctime)s %(message)s'
 CALLBACK_TIMEOUT = 60
 UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
+
+# RQ 3.0's key prefix: read from the environment once, at import, as RQ 3.0 does; every key and pub/sub
+# channel name (rqfast.keys, the Lua scripts' K table) starts with it and a colon.
+RQ_KEY_PREFIX = os.environ.get('RQ_KEY_PREFIX', 'rq')
+if not re.fullmatch(r'[A-Za-z0-9_.:{}-]+', RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
+    raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
 
 # --- rqfast's own
 
@@ -37,10 +49,21 @@ MAINTENANCE_LOCK_TTL = 899  # RQ's rq:clean_registries:<q> lock TTL
 STUCK_AFTER = 60  # seconds an id may sit in an intermediate list before maintenance puts it back
 FIRST_SEEN_TTL = 86400  # TTL of the marker that records when an intermediate id was first seen
 HEARTBEAT_GRACE = 60  # seconds RQ adds to a running job's heartbeat TTL (and its executions entry to that)
+# rqfast's workers heartbeat every third of the monitoring interval (10 s by default), so their jobs'
+# heartbeat TTL is the interval plus this much (40 s); with a recovery pass every RECOVERY_INTERVAL
+# seconds, a job whose worker was SIGKILLed leaves `started` within 40 + 10 = 50 s of its last beat.
+JOB_HEARTBEAT_GRACE = 10
+RECOVERY_INTERVAL = 10  # seconds between a worker's recovery passes (abandoned jobs only: one script call)
+MAX_JOB_ID_LENGTH = 512  # longest job id a worker claims; longer ones are dead-lettered (as ids outside RQ's pattern)
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
-MAX_BACKOFF = 60  # cap, in seconds, of every retry-with-backoff loop while Redis is unreachable
+MAX_BACKOFF = 2  # cap, in seconds, of every retry-with-backoff loop while Redis is unreachable
 HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the worker SIGKILLs it
+HORSE_STANDBY = 10  # seconds a horse that reported waits for its worker to record the outcome (or die)
 RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>
+# A worker with concurrency > 1 and jobs in flight looks at its empty queues again this often (s) for
+# its free slots (a finishing job claims for them at no cost; an idle worker blocks instead).
+CONCURRENT_POLL_INTERVAL = 0.1
+CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Python's default: 0.005)
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
@@ -48,3 +71,7 @@ SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks
 SCHEDULER_LOCK_MARGIN = 60  # rq:scheduler-lock:<q> and rq:scheduler:<name> live this much past the interval
 SCHEDULER_LOCK_TTL = SCHEDULER_INTERVAL + SCHEDULER_LOCK_MARGIN  # 61, as RQ's
+WEBHOOK_QUEUE_SIZE = 1000  # webhooks a worker holds to send; past that new ones are dropped (logged), never waited on
+WEBHOOK_SHUTDOWN_WAIT = 5  # seconds a stopping worker waits for its webhooks still to be sent
+SIGNATURE_FIELD = 'rqfast_signature'  # the job hash field holding a signed job's HMAC (RQ ignores it)
+SIGNING_KEY_ENV = 'RQFAST_SIGNING_KEY'  # the environment variable producers and workers read their signing key from

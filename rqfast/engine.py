@@ -2,41 +2,50 @@
 
 `claim_job` and `finish_job` are the only two calls a worker makes per job; finish_job claims the
 next job in the same round trip, so a busy worker makes about one round trip per job. What an
-outcome means (finished, failed, retried, repeated, stopped, poison, abandoned) is decided here, in
-`plan`, for the worker, the sync path and maintenance alike; the Lua scripts only make the writes
-atomically. Nothing here assumes one job in flight per process: every call names its job, execution
-and worker explicitly.
+outcome means (finished, failed, retried, repeated, stopped, poison, abandoned) is decided by
+`plan` (planning.py, re-exported here as `engine.plan`), for the worker, the sync path and
+maintenance alike; the Lua scripts only make the writes atomically. Nothing here assumes one job
+in flight per process: every call names its job, execution and worker explicitly (`finish_jobs`
+records several outcomes and makes several claims in one call).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import scripts
+from . import workerscripts
 from .dates import epoch_seconds, now, utcformat
 from .defaults import (
-    DEFAULT_FAILURE_TTL,
     DEFAULT_JOB_MONITORING_INTERVAL,
-    DEFAULT_RESULT_TTL,
     DEFAULT_WORKER_TTL,
-    UNSERIALIZABLE_RETURN_VALUE_PAYLOAD,
+    JOB_HEARTBEAT_GRACE,
 )
-from .jobhash import job_fields
 from .outcome import Outcome, OutcomeKind
-from .repeat import Repeat
-from .results import Result, encode_exc_string, encode_return_value
-from .status import JobStatus
+from .planning import Plan, plan
 from .text import as_text
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from .job import Job, Retry
 
-__all__ = ['Claim', 'Outcome', 'OutcomeKind', 'Plan', 'WorkerRef', 'claim_job', 'finish_job', 'plan']
+__all__ = [
+    'Batch',
+    'Claim',
+    'Ended',
+    'Outcome',
+    'OutcomeKind',
+    'Plan',
+    'WorkerRef',
+    'claim_job',
+    'finish_job',
+    'finish_jobs',
+    'plan',
+]
 
 
 @dataclass
@@ -50,6 +59,10 @@ class Claim:
     started_at: datetime | None = None  # the claim's time: the execution's created_at
     dropped: list[str] = field(default_factory=list)  # ids popped without a job hash
     suspended: bool = False
+    dead_lettered: list[tuple[str, str, str]] = field(default_factory=list)  # (queue, id, reason): ids moved aside
+    # For the claim a finish_job call returned: False when that call recorded nothing, because the
+    # finished execution no longer owned its job (fenced off: see lua/finish_job.lua).
+    recorded: bool = True
 
     def __bool__(self) -> bool:
         return self.job_id is not None
@@ -63,27 +76,17 @@ class WorkerRef:
     queues: list[str]
     job_monitoring_interval: int = DEFAULT_JOB_MONITORING_INTERVAL
     idle_ttl: int = DEFAULT_WORKER_TTL + 60
-
-
-@dataclass
-class Plan:
-    """The writes that record one outcome (finish_job.lua's arguments, by name)."""
-
-    registry: str = ''
-    registry_score: int | str = ''
-    job_ttl: int | str = ''
-    release_as: str = ''
-    put_back: str = ''
-    schedule_score: int | str = ''
-    counter: str = ''
-    stream_ttl: int | str = ''
-    fields: dict[str, Any] = field(default_factory=dict)
-    stream: dict[str, Any] = field(default_factory=dict)
+    heartbeat_grace: int = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL: the interval plus this
 
 
 def _claim_from_reply(reply: list[Any], execution_id: str, moment: datetime) -> Claim:
-    job_id, queue, flat, dropped, suspended = reply
+    job_id, queue, flat, dropped, suspended = reply[:5]
     claim = Claim(dropped=[as_text(d) for d in dropped or []], suspended=bool(suspended))
+    if len(reply) > 5:
+        dead = [as_text(d) for d in reply[5] or []]
+        claim.dead_lettered = list(zip(dead[::3], dead[1::3], dead[2::3], strict=True))
+    if len(reply) > 6:
+        claim.recorded = bool(reply[6])
     if job_id:
         claim.job_id, claim.queue, claim.execution_id = as_text(job_id), as_text(queue), execution_id
         claim.raw = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
@@ -96,13 +99,21 @@ def _times(moment: datetime) -> list[Any]:
 
 
 def claim_job(
-    connection: Redis, worker: WorkerRef, moved: tuple[str, str] | None = None, moment: datetime | None = None
+    connection: Redis,
+    worker: WorkerRef,
+    moved: tuple[str, str] | None = None,
+    moment: datetime | None = None,
+    execution_id: str = '',
 ) -> Claim:
-    """Claim the next job (or the one a blocking BLMOVE put in `moved`'s intermediate list)."""
+    """Claim the next job (or the one a blocking BLMOVE put in `moved`'s intermediate list).
+
+    `execution_id`: '' for a new one; the one of a claim sent before whose reply was lost, to get the
+    job it started (if it ran) rather than claim another.
+    """
     moment = moment or now()
-    execution_id = uuid.uuid4().hex
+    execution_id = execution_id or uuid.uuid4().hex
     moved_queue, moved_id = moved or ('', '')  # the Waiter's (queue, id)
-    reply = scripts.claim_job(
+    reply = workerscripts.claim_job(
         connection,
         worker.name,
         _times(moment),
@@ -112,6 +123,7 @@ def claim_job(
         moved_id,
         moved_queue,
         worker.queues,
+        grace=worker.heartbeat_grace,
     )
     return _claim_from_reply(reply, execution_id, moment)
 
@@ -126,11 +138,16 @@ def finish_job(
     worker: WorkerRef | None,
     claim_next: bool = True,
     moment: datetime | None = None,
+    next_execution: str = '',
 ) -> Claim:
-    """Record `plan` for the job; with claim_next, claim the worker's next job in the same call."""
+    """Record `plan` for the job; with claim_next, claim the worker's next job in the same call.
+
+    `next_execution`: '' for a new one; the one of a call sent before whose reply was lost (the
+    answer is then the job that call claimed, if it ran, with `recorded` False: it recorded the plan).
+    """
     moment = moment or now()
-    next_execution = uuid.uuid4().hex
-    reply = scripts.finish_job(
+    next_execution = next_execution or uuid.uuid4().hex
+    reply = workerscripts.finish_job(
         connection,
         worker.name if worker else '',
         _times(moment),
@@ -144,15 +161,91 @@ def finish_job(
         worker.idle_ttl if worker else 0,
         next_execution,
         worker.queues if worker else [],
+        grace=worker.heartbeat_grace if worker else JOB_HEARTBEAT_GRACE,
     )
     return _claim_from_reply(reply, next_execution, moment)
+
+
+class _ExecutionIds:
+    """Unique execution ids, 32 hex digits as uuid4().hex: a random prefix per process, then a count
+    (no system call per id: a busy worker's loop thread makes thousands a second)."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.prefix = ''
+        self.count = itertools.count()
+
+    def next(self) -> str:
+        if self.pid != os.getpid():  # a forked child draws its own prefix
+            self.pid, self.prefix = os.getpid(), os.urandom(8).hex()
+        return f'{self.prefix}{next(self.count):016x}'
+
+
+_execution_ids = _ExecutionIds()
+
+
+class Ended(NamedTuple):
+    """One outcome for finish_jobs: the job, its run and the Plan that records it."""
+
+    job_id: str
+    queue: str
+    execution_id: str
+    plan: Plan
+    working_time: float
+
+
+@dataclass
+class Batch:
+    """finish_jobs' answer: per outcome whether it was recorded, the jobs claimed, what was dropped."""
+
+    recorded: list[bool]
+    claims: list[Claim]
+    dropped: list[str] = field(default_factory=list)
+    suspended: bool = False
+    dead_lettered: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def finish_jobs(
+    connection: Redis,
+    worker: WorkerRef,
+    ended: list[Ended],
+    claim_count: int,
+    still_running: str = '',
+    moment: datetime | None = None,
+) -> Batch:
+    """Record several outcomes (each as finish_job does) and claim up to `claim_count` jobs: one call.
+
+    `still_running`: a job of the worker's that runs on (its current job when nothing is claimed);
+    '' when none does: with nothing claimed, the worker is idle.
+    """
+    moment = moment or now()
+    execution_ids = [_execution_ids.next() for _ in range(claim_count)]
+    recorded, claimed, dropped, suspended, dead = workerscripts.finish_jobs(
+        connection,
+        worker.name,
+        _times(moment),
+        [(e.job_id, e.queue, e.execution_id, e.plan, e.working_time) for e in ended],
+        worker.job_monitoring_interval,
+        worker.idle_ttl,
+        still_running,
+        execution_ids,
+        worker.queues,
+    )
+    claims = []
+    for (job_id, queue, flat), execution_id in zip(claimed, execution_ids, strict=False):
+        raw = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+        claims.append(Claim(as_text(job_id), as_text(queue), execution_id, raw, moment))
+    texts = [as_text(d) for d in dead or []]
+    batch = Batch([bool(r) for r in recorded], claims, [as_text(d) for d in dropped or []], bool(suspended))
+    batch.dead_lettered = list(zip(texts[::3], texts[1::3], texts[2::3], strict=True))
+    return batch
 
 
 def record_abandoned(connection: Redis, job_id: str, queue: str, member: str, plan: Plan, moment: datetime) -> bool:
     """Record an abandoned job's plan, fenced: only while the job is still started and `member`
     (`<id>:<execution id>`) is still in its started registry. The member goes either way; False
     when the fence no longer held (the job was settled meanwhile) and nothing was recorded."""
-    reply = scripts.finish_job(
+    reply = workerscripts.finish_job(
         connection,
         '',
         _times(moment),
@@ -168,210 +261,4 @@ def record_abandoned(connection: Redis, job_id: str, queue: str, member: str, pl
         [],
         fence=member,
     )
-    return bool(reply[5])
-
-
-# --- what an outcome means: RQ 2.12's rules, as Plans
-
-
-class _Run(NamedTuple):
-    """The run an outcome belongs to, as the recorder knows it."""
-
-    now: datetime
-    worker_name: str
-    execution_id: str
-    started_at: datetime | None
-    sync: bool
-
-
-def plan(
-    job: Job,
-    outcome: Outcome,
-    now: datetime,
-    *,
-    worker_name: str = '',
-    execution_id: str = '',
-    started_at: datetime | None = None,
-    default_result_ttl: int = DEFAULT_RESULT_TTL,
-    disable_default_exception_handler: bool = False,
-    sync: bool = False,
-) -> Plan:
-    """The writes that record `outcome` for `job`, as RQ 2.12 makes them. Pure: the job is only read.
-
-    Args:
-        now: the moment of the outcome; every score and interval counts from it.
-        worker_name, execution_id, started_at: the run's, for the result entry ('' and None: no worker
-            or no execution, as for a sync run or an abandoned job).
-        disable_default_exception_handler: the worker's option: a job that raised and ends failed (or
-            stopped, or poison) gets only its status written (no failed registry, no result entry, no
-            TTL), as in RQ; a returned Retry past its max is recorded in full all the same.
-        sync: a run of an is_async=False queue (RQ's run_sync): never retried on failure, no ended_at
-            then, and no dependents released on success or failure.
-    """
-    run = _Run(now, worker_name, execution_id, started_at, sync)
-    kind = outcome.kind
-    if kind is OutcomeKind.SUCCESS:
-        result = _succeeded(job, outcome.value, run, default_result_ttl)
-    elif kind is OutcomeKind.RETRY:
-        result = _retry_returned(job, outcome.value, run)
-    elif kind is OutcomeKind.ABANDONED:
-        result = _abandoned(job, outcome.exc_string, run)
-    else:
-        result = _raised(job, outcome, run)
-        if disable_default_exception_handler and result.registry == 'failed':  # RQ only sets the status then
-            status = result.fields['status']
-            result = Plan(release_as=result.release_as, counter=result.counter, fields={'status': status})
-    return result
-
-
-def _ended_fields(job: Job, status: JobStatus | None, ended_at: datetime | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        'started_at': utcformat(job.started_at) if job.started_at else '',
-        'ended_at': utcformat(ended_at) if ended_at else '',
-        'last_heartbeat': utcformat(job.last_heartbeat) if job.last_heartbeat else '',
-        'worker_name': job.worker_name or '',
-    }
-    if status is not None:
-        fields['status'] = status.value
-    return fields
-
-
-def _saved_again(job: Job) -> dict[str, Any]:
-    """`result` and `meta` as RQ's full job.save() writes them when a failed job is retried (unchanged)."""
-    full = job_fields(job)
-    return {name: full[name] for name in ('result', 'meta') if name in full}
-
-
-def _saved_with(job: Job, value: Any) -> dict[str, Any]:
-    """`result` and `meta` as RQ's full job.save() writes them on the requeue paths of Retry and Repeat."""
-    fields: dict[str, Any] = {}
-    if value is not None:
-        try:
-            fields['result'] = job.serializer.dumps(value)
-        except Exception:
-            fields['result'] = UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-    if job.meta:
-        fields['meta'] = job.serializer.dumps(job.meta)
-    return fields
-
-
-def _execution_fields(run: _Run, ended: datetime | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {'worker_name': run.worker_name}
-    if run.execution_id:
-        fields['execution_id'] = run.execution_id
-        if run.started_at:
-            fields['execution_started_at'] = repr(run.started_at.timestamp())
-        if ended:
-            fields['execution_ended_at'] = repr(ended.timestamp())
-    return fields
-
-
-def _put_back(plan: Plan, interval: int, at_front: bool, moment: datetime) -> None:
-    if interval:
-        plan.put_back, plan.schedule_score = 'schedule', epoch_seconds(moment + timedelta(seconds=interval))
-    else:
-        plan.put_back = 'front' if at_front else 'queue'
-
-
-def _fail_into_registry(plan: Plan, job: Job, moment: datetime) -> None:
-    ttl = job.failure_ttl if job.failure_ttl is not None else DEFAULT_FAILURE_TTL
-    plan.registry = 'failed'
-    plan.registry_score = ttl if ttl < 0 else epoch_seconds(moment) + ttl
-    plan.job_ttl = ttl if ttl > 0 else ''
-    plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
-
-
-def _succeeded(job: Job, value: Any, run: _Run, default_result_ttl: int) -> Plan:
-    """Finished registry and result stream (unless result_ttl is 0), dependents; a Repeat job goes back."""
-    result_ttl = job.get_result_ttl(default_result_ttl)
-    plan = Plan(release_as='' if run.sync else 'finished', counter='successful_job_count')
-    plan.fields = _ended_fields(job, JobStatus.FINISHED if result_ttl != 0 else None, job.ended_at)
-    if result_ttl != 0:
-        plan.registry = 'finished'
-        plan.registry_score = '+inf' if result_ttl == -1 else epoch_seconds(run.now) + result_ttl
-        plan.stream = {'type': Result.Type.SUCCESSFUL.value, **_execution_fields(run, job.ended_at)}
-        encoded = encode_return_value(job.serializer, value)
-        if encoded is not None:
-            plan.stream['return_value'] = encoded
-        plan.stream_ttl = result_ttl
-    repeats_left = job.repeats_left
-    if repeats_left is not None and repeats_left > 0:
-        interval = Repeat.get_interval(repeats_left - 1, job.repeat_intervals) if job.repeat_intervals else 0
-        plan.fields['repeats_left'] = repeats_left - 1
-        plan.fields.update(_saved_with(job, value))
-        _put_back(plan, interval, bool(job.enqueue_at_front), run.now)
-        plan.job_ttl = job.ttl or ''
-    elif result_ttl == 0:
-        plan.job_ttl = 'delete'
-    elif result_ttl > 0:
-        plan.job_ttl = result_ttl
-    else:
-        plan.job_ttl = 'persist'
-    return plan
-
-
-def _retry_returned(job: Job, retry: Retry, run: _Run) -> Plan:
-    """A returned Retry: run again (RETRIED) until retry.max, then failed (MAX_RETRIES_EXCEEDED)."""
-    plan = Plan(counter='failed_job_count')
-    execution = _execution_fields(run, job.ended_at)
-    encoded = encode_return_value(job.serializer, retry)
-    retries = job.number_of_retries or 0
-    if retries and retries >= retry.max:
-        plan.fields = _ended_fields(job, JobStatus.FAILED, job.ended_at)
-        _fail_into_registry(plan, job, run.now)
-        plan.stream = {'type': Result.Type.MAX_RETRIES_EXCEEDED.value, 'return_value': encoded, **execution}
-        plan.release_as = 'failed'
-        return plan
-    plan.fields = _ended_fields(job, None, job.ended_at)
-    plan.fields['number_of_retries'] = retries + 1
-    plan.fields.update(_saved_with(job, retry))
-    plan.stream = {'type': Result.Type.RETRIED.value, 'return_value': encoded, **execution}
-    plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
-    _put_back(plan, retry.get_interval(retries, retry.intervals), False, run.now)
-    plan.job_ttl = job.ttl or ''
-    return plan
-
-
-def _raised(job: Job, outcome: Outcome, run: _Run) -> Plan:
-    """FAILURE (retried while retries are left, except in a sync run), STOPPED and POISON (never retried)."""
-    kind = outcome.kind
-    if kind is OutcomeKind.FAILURE and not run.sync and job.should_retry:
-        return _retried(job, run)
-    stopped = kind is OutcomeKind.STOPPED
-    plan = Plan(counter='failed_job_count', release_as='' if stopped or run.sync else 'failed')
-    ended_at = None if run.sync else job.ended_at  # RQ's sync run sets ended_at only on success
-    plan.fields = _ended_fields(job, JobStatus.STOPPED if stopped else JobStatus.FAILED, ended_at)
-    if kind is OutcomeKind.POISON and outcome.value:
-        plan.fields = {**outcome.value, **plan.fields}  # unreadable fields reset, so RQ's readers load it
-    _fail_into_registry(plan, job, run.now)
-    plan.stream = {
-        'type': Result.Type.FAILED.value,
-        'exc_string': encode_exc_string(outcome.exc_string),
-        **_execution_fields(run, None if stopped else ended_at),
-    }
-    return plan
-
-
-def _retried(job: Job, run: _Run) -> Plan:
-    """RQ's Job.retry after a failure: one retry fewer, then back on the queue or scheduled after its interval."""
-    plan = Plan(counter='failed_job_count')
-    plan.fields = _ended_fields(job, None, job.ended_at)
-    plan.fields['retries_left'] = (job.retries_left or 1) - 1
-    plan.fields.update(_saved_again(job))
-    _put_back(plan, job.get_retry_interval(), job.enqueue_at_front_on_retry, run.now)
-    plan.job_ttl = job.ttl or ''
-    return plan
-
-
-def _abandoned(job: Job, exc_string: str, run: _Run) -> Plan:
-    """A job whose worker is gone: retried while it has retries left (only retries_left written, as RQ's
-    cleanup), else failed with RQ's AbandonedJobError text in a result entry by no worker."""
-    if job.should_retry:
-        plan = Plan(fields={'retries_left': (job.retries_left or 1) - 1})
-        _put_back(plan, job.get_retry_interval(), job.enqueue_at_front_on_retry, run.now)
-        plan.job_ttl = job.ttl or ''
-        return plan
-    plan = Plan(fields={'status': JobStatus.FAILED.value}, release_as='failed')
-    _fail_into_registry(plan, job, run.now)
-    plan.stream = {'type': Result.Type.FAILED.value, 'worker_name': '', 'exc_string': encode_exc_string(exc_string)}
-    return plan
+    return bool(reply[6])

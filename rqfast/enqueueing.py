@@ -78,6 +78,7 @@ class EnqueueArgs(NamedTuple):
     args: Any
     kwargs: Any
     webhooks: Any
+    rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
 
 
 _OPTION_NAMES = (

@@ -15,9 +15,9 @@ from .dates import now
 from .job import Job, Retry
 from .outcome import Outcome, OutcomeKind
 from .status import JobStatus
-from .timeouts import BaseDeathPenalty, JobTimeoutException, UnixSignalDeathPenalty
+from .timeouts import BaseDeathPenalty, JobTimeoutException, NoDeathPenalty, UnixSignalDeathPenalty
 
-__all__ = ['ExceptionHandler', 'Outcome', 'fail_job', 'run_exception_handlers', 'run_job']
+__all__ = ['ExceptionHandler', 'Outcome', 'fail_job', 'run_exception_handlers', 'run_job', 'run_job_async']
 
 ExceptionHandler = Callable[..., Any]
 
@@ -44,6 +44,31 @@ def run_job(
         return Outcome(OutcomeKind.SUCCESS, value)
     except Exception:
         return fail_job(job, sys.exc_info(), death_penalty_class, exception_handlers, clock)
+
+
+async def run_job_async(
+    job: Job,
+    exception_handlers: Sequence[ExceptionHandler] = (),
+    default_timeout: int = 180,
+    clock: Callable[[], datetime] = now,
+) -> Outcome:
+    """run_job for an `async def` job, as a task of the caller's event loop: the timeout cancels it.
+
+    Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
+    """
+    job.started_at = clock()
+    job.persist_on_perform = False
+    try:
+        timeout = job.timeout or default_timeout
+        value = await job.perform_async(timeout if timeout > 0 else None)
+        _ended(job, clock)
+        if isinstance(value, Retry):
+            return Outcome(OutcomeKind.RETRY, value)
+        job.set_local_status(JobStatus.FINISHED)
+        job.execute_success_callback(NoDeathPenalty, value)
+        return Outcome(OutcomeKind.SUCCESS, value)
+    except Exception:
+        return fail_job(job, sys.exc_info(), NoDeathPenalty, exception_handlers, clock)
 
 
 def _ended(job: Job, clock: Callable[[], datetime] = now) -> None:

@@ -126,7 +126,7 @@ class Execution:
 class ExecutionRegistry(BaseRegistry):
     """A job's executions (`rq:executions:<job id>`), scored by when each stops being alive."""
 
-    key_template = keys.executions_key('{0}')
+    key_template = keys.format_template(keys.executions_key)
 
     def __init__(self, job_id: str, connection: Redis) -> None:  # a registry of a job, not of a queue
         super().__init__(job_id, connection=connection)

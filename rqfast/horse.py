@@ -3,14 +3,15 @@
 A horse (forked by the Worker's breeder, or a SpawnWorker child, see spawn_main) gets ready before
 its job exists, reads the job from a pipe (serve_one_job), runs it and writes back a Report. The
 worker does all the Redis bookkeeping, so a horse makes no round trip unless the job itself uses
-Redis. This module imports only what running a job needs (not the worker, not redis-py), so a
-spawned child stays small. Messages on the pipes are length-prefixed pickles.
+Redis; only a horse whose worker died while it ran (its report pipe is broken) records its own
+outcome, with one finish_job call fenced on the execution it was given (record_orphaned). This
+module imports only what running a job needs (not the worker, not redis-py; the engine only in that
+orphaned case), so a spawned child stays small. Messages on the pipes are length-prefixed pickles.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import pickle
 import signal
@@ -24,17 +25,25 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .connections import REDIS_RUNTIME_CONNECTION_KWARGS
+from .connections import REDIS_RUNTIME_CONNECTION_KWARGS, build_pool, sentinel_recipe
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 
 if TYPE_CHECKING:
     from redis import Redis
 
-logger = logging.getLogger('rqfast.worker')
+
+def _logger() -> Any:
+    """The 'rqfast.worker' logger, imported when there is something to log: a work horse or a spawned
+    child that logs nothing never imports logging."""
+    import logging
+
+    return logging.getLogger('rqfast.worker')
+
 
 _HEADER = struct.Struct('!Q')
 _BUILD_LOCK = threading.Lock()
@@ -51,6 +60,7 @@ class Report:
     ended_at: datetime | None = None
     last_heartbeat: datetime | None = None
     module: str = ''  # where the job's function lives: the next horse may import it while it waits
+    func_name: str = ''  # the job's function, for the worker's log (the worker never deserializes the call)
 
 
 # --- messages
@@ -103,6 +113,7 @@ def encode_report(report: Report) -> bytes:
         report.ended_at,
         report.last_heartbeat,
         report.module,
+        report.func_name,
     )
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
@@ -132,9 +143,9 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
     kwargs = {
         key: value
         for key, value in pool.connection_kwargs.items()
-        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and type(value) is not object
+        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and key != 'connection_pool' and type(value) is not object
     }
-    recipe = (type(connection), type(pool), pool.connection_class, kwargs)
+    recipe = (type(connection), type(pool), pool.connection_class, kwargs, sentinel_recipe(pool))
     try:
         _build_client(recipe)  # a throwaway: it connects to nothing
         return pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL) if picklable else recipe
@@ -143,11 +154,14 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
 
 
 def _build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
-    client_class, pool_class, connection_class, kwargs = pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
+    client_class, pool_class, connection_class, kwargs, sentinel = (
+        pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
+    )
+    pool = build_pool(pool_class, connection_class, kwargs, sentinel)
     if client is None:
-        return client_class(connection_pool=pool_class(connection_class=connection_class, **kwargs))
+        return client_class(connection_pool=pool)
     _set_class(client, client_class)
-    client_class.__init__(client, connection_pool=pool_class(connection_class=connection_class, **kwargs))
+    client_class.__init__(client, connection_pool=pool)
     return client
 
 
@@ -208,19 +222,20 @@ def report_of(job: Any, outcome: Outcome) -> Report:
     value = outcome.value
     if outcome.kind is OutcomeKind.SUCCESS and value is not None:
         value = serialize_return_value(job.serializer, value)
-    return Report(
-        outcome.kind.value, value, outcome.exc_string, job.started_at, job.ended_at, job.last_heartbeat, _module_of(job)
-    )
+    module, func_name = _function_of(job)
+    times = (job.started_at, job.ended_at, job.last_heartbeat)
+    return Report(outcome.kind.value, value, outcome.exc_string, *times, module, func_name)
 
 
-def _module_of(job: Any) -> str:
-    """The module the job's function comes from, by name (without importing anything again)."""
+def _function_of(job: Any) -> tuple[str, str]:
+    """The module the job's function comes from, and its name (without importing anything again)."""
     try:
+        func_name = str(job.func_name or '')
         if job.instance is not None:
-            return type(job.instance).__module__
-        return str(job.func_name or '').rpartition('.')[0]
+            return type(job.instance).__module__, func_name
+        return func_name.rpartition('.')[0], func_name
     except Exception:
-        return ''
+        return '', ''
 
 
 def preload(module: str) -> None:
@@ -260,16 +275,16 @@ class ImminentShutdown:
 
     def warn(self, signum: int, frame: FrameType | None) -> None:
         if self.delay == 0:
-            logger.warning('Imminent shutdown, raising ShutDownImminentException immediately')
+            _logger().warning('Imminent shutdown, raising ShutDownImminentException immediately')
             self.shut_down(signum, frame)
-        logger.warning('Imminent shutdown, raising ShutDownImminentException in %d seconds', self.delay)
+        _logger().warning('Imminent shutdown, raising ShutDownImminentException in %d seconds', self.delay)
         signal.signal(signal.SIGRTMIN, self.shut_down)
         signal.signal(signal.SIGALRM, self.shut_down)
         signal.alarm(self.delay)
 
     def shut_down(self, signum: int, frame: FrameType | None) -> None:
         info = {name: getattr(frame, name, None) for name in self.frame_properties}
-        logger.warning('raising ShutDownImminentException to cancel job...')
+        _logger().warning('raising ShutDownImminentException to cancel job...')
         raise ShutDownImminentException(f'shut down imminent (signal: {signal.Signals(signum).name})', info)
 
 
@@ -298,6 +313,10 @@ class HorseSettings:
     stand_in: dict[bytes, bytes] | None = None  # a forked horse's warm-up job (stand_in_job())
     imminent_shutdown_delay: int | None = None  # HerokuWorker: SIGRTMIN ends the job this many seconds later
     perform: Any = None  # runs the job instead of run_in_horse: a worker subclass's perform_job (a forked horse's)
+    worker_pid: int = 0  # the worker's (0: a horse does not stand by after its report, see _worker_recorded)
+    default_result_ttl: int | None = None  # the worker's, for an orphaned horse's own record (None: RQ's default)
+    disable_default_exception_handler: bool = False  # likewise
+    policy: Any = None  # the worker's rqfast.security.JobPolicy, if it has one
 
 
 def serve_one_job(
@@ -320,23 +339,52 @@ def serve_one_job(
     payload = read_message(job_fd)
     if payload is None:
         return
-    job_id, raw, started_at = pickle.loads(payload)
+    job_id, raw, started_at, *claimed = pickle.loads(payload)
+    queue, execution_id = claimed if claimed else ('', '')
     os.environ['RQ_JOB_ID'] = job_id
-    job = _load_job(settings, connection, job_id, raw, started_at)
+    refused = settings.policy.vet(job_id, raw, settings.serializer) if settings.policy is not None else None
+    if refused:  # judged before anything in the job is deserialized or imported
+        moment = now()
+        report = Report(OutcomeKind.POISON.value, None, refused, started_at, moment, moment)
+        write_message(report_fd, encode_report(report))
+        return
+    job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
     if settings.perform is not None:
-        report = report_of(job, settings.perform(job))
+        outcome = settings.perform(job)
     else:
-        report = run_in_horse(job, settings.death_penalty_class, settings.exception_handlers, settings.default_timeout)
+        outcome = _run_outcome(job, settings)
+    report = report_of(job, outcome)
     flush_stdio()
-    write_message(report_fd, encode_report(report))
+    try:
+        write_message(report_fd, encode_report(report))
+        orphaned = bool(settings.worker_pid) and not worker_recorded(job_fd)
+    except BrokenPipeError:  # the worker is gone (killed, out of memory): the outcome is not thrown away
+        orphaned = True
+    if orphaned and execution_id:
+        run = (settings.worker_name, settings.default_result_ttl, settings.disable_default_exception_handler)
+        record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
+
+
+def _run_outcome(job: Any, settings: HorseSettings) -> Outcome:
+    try:
+        return run_job(job, settings.death_penalty_class, settings.exception_handlers, settings.default_timeout)
+    except BaseException:  # SystemExit or KeyboardInterrupt from the job: a failure, as in RQ's horse
+        return fail_job(job, sys.exc_info(), settings.death_penalty_class, settings.exception_handlers)
 
 
 def _load_job(
-    settings: HorseSettings, connection: Any, job_id: str, raw: dict[bytes, bytes], started_at: datetime
+    settings: HorseSettings,
+    connection: Any,
+    job_id: str,
+    raw: dict[bytes, bytes],
+    started_at: datetime,
+    policy: Any = None,
 ) -> Any:
     from .status import JobStatus
 
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
+    if policy is not None:
+        policy.arm(job, raw)  # before restore: meta is unpickled there
     job.restore(raw)
     job.set_local_status(JobStatus.STARTED)
     job.worker_name = settings.worker_name

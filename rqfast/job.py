@@ -274,6 +274,8 @@ class Job(JobRun):
         """
         self.started_at = self.ended_at = None
         self._exc_info = ''
+        if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
+            self.enqueue_at_front = at_front
         store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
         return self
 

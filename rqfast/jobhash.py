@@ -212,6 +212,8 @@ class JobRecord:
     enqueued_at: datetime | None = _stored(OPTIONAL_DATE)
     repeats_left: int | None = _stored(INT)
     repeat_intervals: list[int] | None = _stored(JSON)
+    rate_limit_key: str | None = _stored(NONEMPTY_TEXT)  # RQ 3.0's rate limit (rqfast.rate_limit)
+    rate_limit_concurrency: int | None = _stored(POSITIVE_INT)
     timeout: int | None = _stored(TIMEOUT)
     _success_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)  # None: defaults.CALLBACK_TIMEOUT
     _failure_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)
@@ -227,6 +229,11 @@ class JobRecord:
     ttl: int | None = _stored(POSITIVE_INT)
     allow_dependency_failures: bool | None = _stored(FLAG)
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
+
+    @property
+    def has_rate_limit(self) -> bool:
+        """RQ 3.0's: the job holds a concurrency slot while queued or running (rqfast.rate_limit)."""
+        return bool(self.rate_limit_key and self.rate_limit_concurrency)
 
 
 class StoredField(NamedTuple):

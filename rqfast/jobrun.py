@@ -41,6 +41,31 @@ class JobRun(JobSpec):
             _current_job.reset(token)
         return self._result
 
+    async def perform_async(self, timeout: float | None) -> Any:
+        """Await the job's coroutine function with this job as the current job (of this task), for at
+        most `timeout` seconds (None: no limit): past it the task is cancelled and JobTimeoutException
+        raised, as RQ's death penalty raises it in a synchronous job."""
+        import asyncio
+
+        token = _current_job.set(self)
+        expired: list[bool] = []
+        handle = None
+        if timeout is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            handle = asyncio.get_running_loop().call_later(timeout, lambda: expired.append(task.cancel()))
+        try:
+            self._result = await self.func(*self.args, **self.kwargs)
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            raise JobTimeoutException(f'Task exceeded maximum timeout value ({timeout} seconds)') from None
+        finally:
+            if handle is not None:
+                handle.cancel()
+            _current_job.reset(token)
+        return self._result
+
     def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
         """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
 
@@ -71,6 +96,16 @@ class JobRun(JobSpec):
         if self.stopped_callback is not None:
             with death_penalty_class(self.stopped_callback_timeout, JobTimeoutException, job_id=self.id):
                 self.stopped_callback(self, self.connection)
+
+    def send_webhooks(self, status: str | JobStatus, *, exc_string: str | None = None) -> None:
+        """Send, here and now, each webhook registered for `status` ('finished' or 'failed'), as RQ's.
+
+        Errors are logged by Webhook.send, never raised. rqfast's workers do not call this: they send
+        from a thread of their own, so an endpoint never delays the next job (worker/webhooks.py).
+        """
+        for webhook in self.webhooks:
+            if webhook.job_status == status:
+                webhook.send(self, exc_string=exc_string)
 
     def _execute(self) -> Any:
         result = self.func(*self.args, **self.kwargs)

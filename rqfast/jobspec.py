@@ -23,6 +23,7 @@ from .jobhash import JobRecord
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .timeouts import parse_timeout
+from .webhook import checked_webhooks
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -188,7 +189,7 @@ class JobSpec(JobRecord):
                 setattr(job, f'_{kind}_callback_name', callback.name)
                 setattr(job, f'_{kind}_callback_timeout', callback.timeout)
         if webhooks:
-            job.webhooks = list(webhooks)
+            job.webhooks = checked_webhooks(webhooks)
         job.description = description or job.get_call_string()
         job.result_ttl = parse_timeout(result_ttl)
         job.failure_ttl = parse_timeout(failure_ttl)
@@ -335,14 +336,27 @@ class JobSpec(JobRecord):
     args = property(lambda self: self._call_part('_args'), lambda self, v: self._set_call_part('_args', v))
     kwargs = property(lambda self: self._call_part('_kwargs'), lambda self, v: self._set_call_part('_kwargs', v))
 
+    # Set by a worker with a job policy (rqfast.security): called with each name before it is imported.
+    import_guard: Any = None
+
     @property
     def func(self) -> Any:
         func_name = self.func_name
         if func_name is None:
             return None
         if self.instance:
+            if self.import_guard is not None:
+                self.import_guard(func_name, self.instance)
             return getattr(self.instance, func_name)
-        return import_attribute(func_name)
+        return self._import(func_name)
+
+    def _import(self, name: str) -> Any:
+        if self.import_guard is None:
+            return import_attribute(name)
+        self.import_guard(name)
+        found = import_attribute(name)
+        self.import_guard(name, resolved=found)
+        return found
 
     def get_call_string(self) -> str | None:
         return call_string(self.func_name, self.args, self.kwargs, max_length=75)
@@ -354,7 +368,7 @@ class JobSpec(JobRecord):
     def _callback(self, kind: str) -> Any:
         if getattr(self, f'_{kind}_callback') is UNEVALUATED:
             name = getattr(self, f'_{kind}_callback_name')
-            setattr(self, f'_{kind}_callback', import_attribute(name) if name else None)
+            setattr(self, f'_{kind}_callback', self._import(name) if name else None)
         return getattr(self, f'_{kind}_callback')
 
     @property

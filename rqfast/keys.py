@@ -1,22 +1,34 @@
 """Every Redis key name rqfast reads or writes: RQ 2.12's layout, in one place.
 
+Every name starts with PREFIX: `rq:`, or RQ_KEY_PREFIX plus a colon when that environment variable
+is set when rqfast is imported (RQ 3.0's setting; rqfast.defaults reads it).
+
 The Lua scripts build the same names from the prefix they are given (see lua/_common.lua);
 the two must agree, and tests/test_keys.py checks that they do.
 """
 
 from __future__ import annotations
 
-PREFIX = 'rq:'
+from collections.abc import Callable
 
-QUEUES = 'rq:queues'  # set of queue keys
-WORKERS = 'rq:workers'  # set of worker keys
-SUSPENDED = 'rq:suspended'
-GROUPS = 'rq:groups'
+from rqfast.defaults import RQ_KEY_PREFIX
 
-QUEUE_PREFIX = 'rq:queue:'
-JOB_PREFIX = 'rq:job:'
-WORKER_PREFIX = 'rq:worker:'
-GROUP_PREFIX = 'rq:group:'  # a group's set of job ids; GROUPS holds the names
+PREFIX = RQ_KEY_PREFIX + ':'  # 'rq:' unless RQ_KEY_PREFIX is set (RQ 3.0's setting), as in every name below
+
+QUEUES = f'{PREFIX}queues'  # set of queue keys
+WORKERS = f'{PREFIX}workers'  # set of worker keys
+SUSPENDED = f'{PREFIX}suspended'
+GROUPS = f'{PREFIX}groups'
+
+QUEUE_PREFIX = f'{PREFIX}queue:'
+JOB_PREFIX = f'{PREFIX}job:'
+WORKER_PREFIX = f'{PREFIX}worker:'
+GROUP_PREFIX = f'{PREFIX}group:'  # a group's set of job ids; GROUPS holds the names
+
+
+def format_template(build: Callable[[str], str]) -> str:
+    """`build`'s key as a str.format() template, `{0}` for the name (a `{rq}`-style prefix's braces escaped)."""
+    return build('\0').replace('{', '{{').replace('}', '}}').replace('\0', '{0}')
 
 
 def queue_key(queue: str) -> str:
@@ -52,44 +64,59 @@ def dependencies_key(job_id: str) -> str:
 
 
 def results_key(job_id: str) -> str:
-    return f'rq:results:{job_id}'
+    return f'{PREFIX}results:{job_id}'
+
+
+def dead_letter_key(queue: str) -> str:
+    """rqfast's own: a hash of the ids popped from `queue` that no worker can run (id -> "<time> <reason>")."""
+    return f'{PREFIX}dead-letter:{queue}'
 
 
 def execution_key(job_id: str, execution_id: str) -> str:
-    return f'rq:execution:{job_id}:{execution_id}'
+    return f'{PREFIX}execution:{job_id}:{execution_id}'
 
 
 def executions_key(job_id: str) -> str:
-    return f'rq:executions:{job_id}'
+    return f'{PREFIX}executions:{job_id}'
+
+
+def worker_executions_key(worker_name: str) -> str:
+    """RQ 3.0's index of a worker's running executions (a set of `<job id>:<execution id>`)."""
+    return f'{WORKER_PREFIX}{worker_name}:executions'
 
 
 def registry_key(queue: str) -> str:
     """RQ's BaseRegistry key; rqfast's registries all have keys of their own (below)."""
-    return f'rq:registry:{queue}'
+    return f'{PREFIX}registry:{queue}'
 
 
 def started_registry_key(queue: str) -> str:
-    return f'rq:wip:{queue}'
+    return f'{PREFIX}wip:{queue}'
 
 
 def finished_registry_key(queue: str) -> str:
-    return f'rq:finished:{queue}'
+    return f'{PREFIX}finished:{queue}'
 
 
 def failed_registry_key(queue: str) -> str:
-    return f'rq:failed:{queue}'
+    return f'{PREFIX}failed:{queue}'
 
 
 def deferred_registry_key(queue: str) -> str:
-    return f'rq:deferred:{queue}'
+    return f'{PREFIX}deferred:{queue}'
 
 
 def scheduled_registry_key(queue: str) -> str:
-    return f'rq:scheduled:{queue}'
+    return f'{PREFIX}scheduled:{queue}'
 
 
 def canceled_registry_key(queue: str) -> str:
-    return f'rq:canceled:{queue}'
+    return f'{PREFIX}canceled:{queue}'
+
+
+def ready_registry_key(queue: str) -> str:
+    """RQ 3.0's ReadyJobRegistry: dependents released but not yet pushed (score = when released)."""
+    return f'{PREFIX}ready:{queue}'
 
 
 def worker_key(name: str) -> str:
@@ -97,24 +124,56 @@ def worker_key(name: str) -> str:
 
 
 def workers_by_queue_key(queue: str) -> str:
-    return f'rq:workers:{queue}'
+    return f'{PREFIX}workers:{queue}'
 
 
 def pubsub_channel(worker_name: str) -> str:
-    return f'rq:pubsub:{worker_name}'
+    return f'{PREFIX}pubsub:{worker_name}'
 
 
 def maintenance_lock_key(queue: str) -> str:
-    return f'rq:clean_registries:{queue}'
+    return f'{PREFIX}clean_registries:{queue}'
 
 
 def scheduler_lock_key(queue: str) -> str:
-    return f'rq:scheduler-lock:{queue}'
+    return f'{PREFIX}scheduler-lock:{queue}'
 
 
 def scheduler_key(name: str) -> str:
-    return f'rq:scheduler:{name}'
+    return f'{PREFIX}scheduler:{name}'
 
 
 def group_key(group_id: str) -> str:
     return f'{GROUP_PREFIX}{group_id}'
+
+
+CRON_JOBS = f'{PREFIX}cron_jobs'  # zset: cron job name -> when it last enqueued (RQ's CronJobRegistry)
+CRON_SCHEDULERS = f'{PREFIX}cron_schedulers'  # zset: cron scheduler name -> last heartbeat
+
+
+def cron_job_history_key(name: str) -> str:
+    """A cron job's history: zset of the ids of the jobs it enqueued, scored by their enqueued_at."""
+    return f'{PREFIX}cron_job:{name}:jobs'
+
+
+def cron_scheduler_key(name: str) -> str:
+    return f'{PREFIX}cron_scheduler:{name}'
+
+
+# RQ 3.0's concurrency rate limits (rqfast.rate_limit): the set of keys in use holds the bare keys
+RATE_LIMIT_KEYS = f'{PREFIX}rl-keys'
+
+
+def rate_limit_config_key(key: str) -> str:
+    """RQ 3.0's `rq:rl:<key>` hash: its `concurrency` (the last registrant's)."""
+    return f'{PREFIX}rl:{key}'
+
+
+def rate_limit_allowed_key(key: str) -> str:
+    """zset of the job ids holding a slot (queued or started); score = acquire time."""
+    return f'{PREFIX}rl:{key}:allowed'
+
+
+def rate_limit_waiting_key(key: str) -> str:
+    """zset of the job ids waiting for a slot (status rate_limited); score = when they started waiting."""
+    return f'{PREFIX}rl:{key}:rate_limited'

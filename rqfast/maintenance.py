@@ -6,7 +6,8 @@ jobs (started, but their worker stopped heartbeating); each is planned here with
 any other outcome, and recorded with finish_job.lua, fenced on its started-registry entry: 1 + k
 calls for k abandoned jobs, which are rare. Then, best effort, the failure callback and the
 exception handlers of each abandoned job run with AbandonedJobError, as RQ runs them in the
-cleaning process.
+cleaning process. A whole pass also does RQ 3.0's rate-limit sweep (in the same call; abandoned
+jobs still hold their slots then, and their finish calls free them).
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import engine, scripts
+from . import engine, keys, scripts
 from .dates import epoch_seconds, now
 from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
-from .exceptions import AbandonedJobError, NoSuchJobError
+from .exceptions import AbandonedJobError
 from .execution import run_exception_handlers
 from .intermediate_queue import IntermediateQueue
 from .job import Job
 from .jobhash import restore_job, unreadable_fields
 from .outcome import Outcome, OutcomeKind
+from .security import JobPolicy, restore_sealed
 from .serializers import resolve_serializer
 from .text import as_text
 from .timeouts import BaseDeathPenalty, UnixSignalDeathPenalty
@@ -56,6 +58,10 @@ class Report:
     group_jobs_pruned: int = 0  # ids of jobs gone, out of their group
     groups_dropped: int = 0  # groups left empty, out of rq:groups
     locked: list[str] = field(default_factory=list)  # queues another cleaner held
+    rate_limit_slots_freed: int = 0  # RQ 3.0 rate-limit slots of jobs that no longer run
+    rate_limit_promoted: int = 0  # waiting rate-limited jobs moved into the freed slots
+    ready_enqueued: int = 0  # RQ 3.0 dependents left in rq:ready:<q> by a crashed rq 3.0 process, pushed
+    ready_dropped: int = 0  # rq:ready:<q> entries whose job is gone or no longer ready_to_enqueue
 
 
 def abandoned_exc_string(moment: datetime) -> str:
@@ -70,9 +76,22 @@ def clean_registries(
     serializer: Any = None,
     exception_handlers: Sequence[Any] | None = None,
     job_class: type[Job] = Job,
+    policy: JobPolicy | None = None,
 ) -> Report:
-    """The whole pass for `queues`; `timestamp` pins the expiry cutoff (default: now)."""
-    return _run(connection, list(queues), True, timestamp, serializer, exception_handlers, job_class)
+    """The whole pass for `queues`; `timestamp` pins the expiry cutoff (default: now); `policy`: the
+    worker's, for the failure callbacks of abandoned jobs."""
+    return _run(connection, list(queues), True, timestamp, serializer, exception_handlers, job_class, policy)
+
+
+def recover_abandoned(
+    connection: Redis,
+    queues: Sequence[str],
+    serializer: Any = None,
+    exception_handlers: Sequence[Any] | None = None,
+    job_class: type[Job] = Job,
+) -> Report:
+    """Only the abandoned jobs of `queues` (a worker's frequent recovery pass): one call, plus one per job found."""
+    return _run(connection, list(queues), False, None, serializer, exception_handlers, job_class)
 
 
 def fail_abandoned_jobs(
@@ -88,6 +107,16 @@ def fail_abandoned_jobs(
     return len(report.abandoned)
 
 
+def recover_ready(connection: Redis, queue: str) -> list[str]:
+    """RQ 3.0's ReadyJobRegistry.cleanup, without the lock as there: the dependents an RQ 3.0 process
+    left in rq:ready:<queue> (released, not yet pushed) are enqueued; returns their ids."""
+    moment = now()
+    reply = scripts.clean_registries(
+        connection, repr(moment.timestamp()), epoch_seconds(moment), 'ready', 0, 0, 0, _FIELDS, [queue]
+    )
+    return [as_text(job_id) for job_id in reply[4]]
+
+
 def _run(
     connection: Redis,
     queues: list[str],
@@ -96,15 +125,16 @@ def _run(
     serializer: Any,
     exception_handlers: Sequence[Any] | None,
     job_class: type[Job],
+    policy: JobPolicy | None = None,
 ) -> Report:
     """One script call for the pass, then one finish_job call per abandoned job it found."""
     moment = now()
     cutoff = int(timestamp) if timestamp is not None else epoch_seconds(moment)
-    found, rescued, stats, locked = scripts.clean_registries(
+    found, rescued, stats, locked, _ready = scripts.clean_registries(
         connection,
         repr(moment.timestamp()),
         cutoff,
-        whole,
+        'all' if whole else 'started',
         MAINTENANCE_LOCK_TTL,
         STUCK_AFTER,
         FIRST_SEEN_TTL,
@@ -118,6 +148,10 @@ def _run(
         dead_workers=int(stats[3]),
         group_jobs_pruned=int(stats[4]),
         groups_dropped=int(stats[5]),
+        rate_limit_slots_freed=int(stats[6]),
+        rate_limit_promoted=int(stats[7]),
+        ready_enqueued=int(stats[8]),
+        ready_dropped=int(stats[9]),
         locked=[as_text(q) for q in locked],
     )
     serializer = resolve_serializer(serializer)
@@ -133,7 +167,7 @@ def _run(
             '%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0], report.rescued[-1][1]
         )
     if settled:
-        _run_failure_callbacks(connection, settled, serializer, exception_handlers or (), job_class)
+        _run_failure_callbacks(connection, settled, serializer, exception_handlers or (), job_class, policy)
     return report
 
 
@@ -179,13 +213,18 @@ class _NoDeathPenalty(BaseDeathPenalty):
 
 
 def _run_failure_callbacks(
-    connection: Redis, settled: list[tuple[Job, bool]], serializer: Any, handlers: Sequence[Any], job_class: type[Job]
+    connection: Redis,
+    settled: list[tuple[Job, bool]],
+    serializer: Any,
+    handlers: Sequence[Any],
+    job_class: type[Job],
+    policy: JobPolicy | None = None,
 ) -> None:
     """As RQ's cleanup: each job's execute_failure_callback, then the exception handlers, with
     AbandonedJobError and the cleaning stack. A job with neither is not fetched: its call does nothing."""
     penalty = UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else _NoDeathPenalty
     for planned, has_callbacks in settled:
-        job = _fetched(planned.id, connection, serializer, job_class) if has_callbacks else planned
+        job = _fetched(planned.id, connection, serializer, job_class, policy) if has_callbacks else planned
         if job is None:
             continue
         exc_info = (AbandonedJobError, AbandonedJobError(), traceback.extract_stack())
@@ -196,11 +235,19 @@ def _run_failure_callbacks(
         run_exception_handlers(job, exc_info, handlers)
 
 
-def _fetched(job_id: str, connection: Redis, serializer: Any, job_class: type[Job]) -> Job | None:
+def _fetched(
+    job_id: str, connection: Redis, serializer: Any, job_class: type[Job], policy: JobPolicy | None = None
+) -> Job | None:
+    """The job, sealed: a worker process never deserializes a job's call, meta or result (security.py)."""
     try:
-        return job_class.fetch(job_id, connection=connection, serializer=serializer)
-    except NoSuchJobError:
-        return None
+        raw = connection.hgetall(keys.job_key(job_id))
+        if not raw:
+            return None
+        job = job_class(job_id, connection=connection, serializer=serializer)
+        if policy is not None:
+            policy.arm(job, raw)  # the callback's name is checked before it is imported
+        restore_sealed(job, raw)
+        return job
     except Exception as exc:
         logger.warning('Job %s: abandoned, but could not be loaded to run its failure callback: %s', job_id, exc)
         return None

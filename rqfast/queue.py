@@ -16,7 +16,9 @@ from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record,
 from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
 from .queuebase import BaseQueue
+from .rate_limit import RateLimit, rate_limit_of
 from .repeat import Repeat
+from .security import SIGNATURE_FIELD, sign_fields
 from .sync import run_sync
 from .timeouts import parse_timeout
 
@@ -50,6 +52,7 @@ class Queue(BaseQueue):
         on_stopped: Any = None,
         webhooks: Sequence[Any] | None = None,
         group_id: str | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> Job:
         timeout = parse_timeout(timeout)
         if timeout is None:
@@ -86,6 +89,8 @@ class Queue(BaseQueue):
             job.enqueue_at_front_on_retry = retry.enqueue_at_front
         if repeat:
             job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
+        if rate_limit is not None:
+            job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
         return job
 
     @classmethod
@@ -94,6 +99,8 @@ class Queue(BaseQueue):
             raise ValueError('Functions from the __main__ module cannot be processed by workers')
         options = {name: kwargs.pop(name, None) for name in _OPTION_NAMES}
         webhooks = kwargs.pop('webhooks', None)
+        # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
+        rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
         if 'args' in kwargs or 'kwargs' in kwargs:
             if args:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
@@ -119,6 +126,7 @@ class Queue(BaseQueue):
             args,
             kwargs,
             webhooks,
+            rate_limit,
         )
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
@@ -146,6 +154,7 @@ class Queue(BaseQueue):
         pipeline: Any = None,
         unique: bool = False,
         webhooks: Sequence[Any] | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
@@ -168,6 +177,7 @@ class Queue(BaseQueue):
             on_failure=on_failure,
             on_stopped=on_stopped,
             webhooks=webhooks,
+            rate_limit=rate_limit,
         )
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
@@ -188,6 +198,8 @@ class Queue(BaseQueue):
         if job.timeout is None:
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
+        if job.has_rate_limit:
+            mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
         record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
@@ -202,6 +214,10 @@ class Queue(BaseQueue):
         job.set_local_status(JobStatus.QUEUED)
 
     def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None, group: str = '') -> None:
+        if self.signing_key is not None:
+            for job, record in zip(jobs, records, strict=True):
+                signature = sign_fields(self.signing_key, job.id, scripts.record_fields(record))
+                scripts.add_record_field(record, SIGNATURE_FIELD, signature)
         store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group)
 
     @staticmethod
@@ -332,6 +348,20 @@ class Queue(BaseQueue):
             raise
         moment = utcformat(now())
         scripts.enqueue_dependents(self.connection, job.id, status.value, moment, exclude_job_id or '', pipeline)
+
+
+def _rate_limited_mode(job: Job, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:
+    """RQ 3.0's checks of a rate-limited enqueue, before anything is written; enqueue_jobs.lua's mode."""
+    RateLimit(job.rate_limit_key or '', job.rate_limit_concurrency or 0)  # the job's own fields: ValueError if bad
+    if unique:
+        raise ValueError('unique=True is not supported with rate-limited jobs')
+    if not is_async:
+        raise ValueError('rate_limit is not supported on synchronous queues (is_async=False)')
+    if pipeline is not None:
+        raise ValueError('rate-limited jobs cannot be enqueued with a pipeline')
+    if at_front:
+        job.enqueue_at_front = True  # stored: the promotion, possibly later and elsewhere, honours it
+    return 'limit'
 
 
 def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import total_ordering
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import keys, registry, scripts
+from . import keys, registry, scripts, security
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL
 from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
@@ -55,6 +55,7 @@ class BaseQueue:
         job_class: str | type[Job] | None = None,
         serializer: Any = None,
         death_penalty_class: Any = UnixSignalDeathPenalty,
+        signing_key: str | bytes | None = None,
         **kwargs: Any,
     ):
         if not connection:
@@ -68,6 +69,9 @@ class BaseQueue:
             self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
         self.death_penalty_class = death_penalty_class
         self.serializer = resolve_serializer(serializer)
+        self.signing_key = security.signing_key(
+            signing_key
+        )  # jobs are signed (README: Security); else $RQFAST_SIGNING_KEY
         self._redis_server_version: tuple[int, ...] | None = None
 
     @classmethod
@@ -153,6 +157,7 @@ class BaseQueue:
     deferred_job_registry = property(lambda self: self._registry(registry.DeferredJobRegistry))
     scheduled_job_registry = property(lambda self: self._registry(registry.ScheduledJobRegistry))
     canceled_job_registry = property(lambda self: self._registry(registry.CanceledJobRegistry))
+    ready_job_registry = property(lambda self: self._registry(registry.ReadyJobRegistry))  # RQ 3.0's
 
     @property
     def scheduler_pid(self) -> int | None:

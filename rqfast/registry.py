@@ -11,7 +11,7 @@ from .dates import epoch_seconds, from_epoch, now
 from .defaults import DEFAULT_FAILURE_TTL, SCHEDULER_CHUNK
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
-from .maintenance import fail_abandoned_jobs
+from .maintenance import fail_abandoned_jobs, recover_ready
 from .scheduler import RQScheduler
 from .serializers import resolve_serializer
 from .text import as_text
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class BaseRegistry:
-    key_template = keys.registry_key('{0}')
+    key_template = keys.format_template(keys.registry_key)
     job_class: type[Job] = Job
     death_penalty_class: Any = UnixSignalDeathPenalty
     # What get_queue() makes. rqfast.queue, a layer above, sets it to Queue when it is imported (as
@@ -134,11 +134,11 @@ class _ExpiringRegistry(BaseRegistry):
 
 
 class FinishedJobRegistry(_ExpiringRegistry):
-    key_template = keys.finished_registry_key('{0}')
+    key_template = keys.format_template(keys.finished_registry_key)
 
 
 class FailedJobRegistry(_ExpiringRegistry):
-    key_template = keys.failed_registry_key('{0}')
+    key_template = keys.format_template(keys.failed_registry_key)
 
     def add(  # type: ignore[override]  # RQ's signature: exc_string before pipeline, no xx
         self, job: Job, ttl: int | None = None, exc_string: str = '', pipeline: Any = None
@@ -153,7 +153,7 @@ class FailedJobRegistry(_ExpiringRegistry):
 
 
 class DeferredJobRegistry(BaseRegistry):
-    key_template = keys.deferred_registry_key('{0}')
+    key_template = keys.format_template(keys.deferred_registry_key)
 
     def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
         job_id = job.id if isinstance(job, Job) else job
@@ -161,8 +161,34 @@ class DeferredJobRegistry(BaseRegistry):
         return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
 
 
+class ReadyJobRegistry(BaseRegistry):
+    """RQ 3.0's `rq:ready:<queue>`: dependents whose dependencies are met, not yet pushed; score = when.
+
+    Only an RQ 3.0 process writes it (it releases a dependent there, then pushes it in a second step);
+    rqfast releases dependents onto their queue in the parent's finish script. An entry left by an
+    RQ 3.0 process that died between its two steps is enqueued by cleanup(), which rqfast's maintenance
+    pass also does, as RQ 3.0's does.
+    """
+
+    key_template = keys.format_template(keys.ready_registry_key)
+
+    def cleanup(  # type: ignore[override]  # RQ 3.0's: returns the jobs it enqueued
+        self, timestamp: float | None = None, exception_handlers: list[Any] | None = None
+    ) -> list[Job]:
+        """Enqueue every job left here still `ready_to_enqueue` (one script call); drop the other entries."""
+        job_ids = recover_ready(self.connection, self.name)
+        jobs = self.job_class.fetch_many(job_ids, connection=self.connection, serializer=self.serializer)
+        return [job for job in jobs if job is not None]
+
+    def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
+        """Scored by the time it is added, as RQ 3.0's (`ttl` is ignored there too)."""
+        job_id = job.id if isinstance(job, Job) else job
+        target = pipeline if pipeline is not None else self.connection
+        return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
+
+
 class ScheduledJobRegistry(BaseRegistry):
-    key_template = keys.scheduled_registry_key('{0}')
+    key_template = keys.format_template(keys.scheduled_registry_key)
 
     def schedule(self, job: Job, scheduled_datetime: datetime, pipeline: Any = None) -> int:
         target = pipeline if pipeline is not None else self.connection
@@ -195,7 +221,7 @@ class ScheduledJobRegistry(BaseRegistry):
 
 
 class CanceledJobRegistry(BaseRegistry):
-    key_template = keys.canceled_registry_key('{0}')
+    key_template = keys.format_template(keys.canceled_registry_key)
 
     def get_expired_job_ids(self, timestamp: float | None = None) -> list[str]:
         raise NotImplementedError('canceled jobs do not expire')
@@ -212,7 +238,7 @@ class CanceledJobRegistry(BaseRegistry):
 class StartedJobRegistry(BaseRegistry):
     """Jobs being executed; members are `<job id>:<execution id>`, scored by heartbeat expiry."""
 
-    key_template = keys.started_registry_key('{0}')
+    key_template = keys.format_template(keys.started_registry_key)
 
     @staticmethod
     def parse_job_id(entry: Any) -> str:
@@ -272,6 +298,7 @@ def clean_registries(queue: Queue, exception_handlers: list[Any] | None = None) 
     """Clean every registry of a queue."""
     for registry in (queue.finished_job_registry, queue.started_job_registry, queue.failed_job_registry):
         registry.cleanup(exception_handlers=exception_handlers)
+    queue.ready_job_registry.cleanup()  # RQ 3.0's addition
 
 
 Job.registry_classes.update(started=StartedJobRegistry, failed=FailedJobRegistry, finished=FinishedJobRegistry)

@@ -33,14 +33,32 @@ def _lua_dir() -> Path:
     raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, search))}')
 
 
+# Scripts sent with another script's body after their own: a guard that, when it does not return,
+# falls through into a state change it reuses unchanged.
+FOLLOWED_BY = {'enqueue_cron_job': 'enqueue_jobs'}
+# Scripts sent after another script's body wrapped as a function, `_finish_one(args)`, that they call
+# once per item with that script's ARGV (so finish_jobs records each outcome as finish_job does).
+WRAPPING = {'finish_jobs': 'finish_job'}
+_WRAP_OPEN = 'local function _finish_one(ARGV)\nlocal argv_reader = function(i) return argv_reader(i, ARGV) end\n'
+
+
+def _source(directory: Path, name: str) -> str:
+    parts = ['_common', name]
+    if name in FOLLOWED_BY:
+        parts.append(FOLLOWED_BY[name])
+    texts = [(directory / f'{part}.lua').read_text() for part in parts]
+    if name in WRAPPING:
+        wrapped = (directory / f'{WRAPPING[name]}.lua').read_text()
+        texts.insert(1, f'{_WRAP_OPEN}{wrapped}\nend\n')
+    return ''.join(texts)
+
+
 class Script:
     """A script file with the shared key-name prelude in front, called by its sha1."""
 
     def __init__(self, name: str) -> None:
-        directory = _lua_dir()
-        prelude = (directory / '_common.lua').read_text()
         self.name = name
-        self.source = (prelude + (directory / f'{name}.lua').read_text()).encode()
+        self.source = _source(_lua_dir(), name).encode()
         import hashlib
 
         self.sha = hashlib.sha1(self.source).hexdigest()

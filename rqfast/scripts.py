@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import epoch_seconds, now, utcformat
-from .defaults import HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, RESULTS_MAXLEN
 from .exceptions import DuplicateJobError
 from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
@@ -65,6 +64,18 @@ def enqueue_record(
     return record
 
 
+def record_fields(record: list[Any]) -> dict[str, Any]:
+    """The job hash fields an enqueue record writes."""
+    start = 9 + record[7]
+    return dict(zip(record[start::2], record[start + 1 :: 2], strict=True))
+
+
+def add_record_field(record: list[Any], name: str, value: Any) -> None:
+    """One more hash field for the record to write."""
+    record[8 + record[7]] += 1
+    record.extend((name, value))
+
+
 def record_dependencies(record: list[Any]) -> tuple[str, list[str], bool]:
     """An enqueue record's mode, its dependency ids, and whether a failed one counts as met (as the
     script judges: in batch mode only)."""
@@ -92,6 +103,32 @@ def enqueue_jobs(
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]
 
 
+def enqueue_cron_job(
+    connection: Redis,
+    queue: str,
+    now_text: str,
+    now_epoch: int,
+    record: list[Any],
+    *,
+    name: str,
+    window: float | None,
+    description: str,
+    own: Sequence[str],
+    score: float,
+    history_limit: int,
+    history_ttl: int,
+) -> tuple[str, float | None]:
+    """Store and enqueue one cron job run (see lua/enqueue_cron_job.lua), recording its history: (the job's
+    status, None), or ('refused', the history score of the run another scheduler enqueued already), which
+    only a `window` (an epoch; None: enqueue unconditionally) can give."""
+    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record]
+    args += [name, '' if window is None else repr(window), description, ' '.join(own), repr(score)]
+    args += [history_limit, history_ttl]
+    reply = call('enqueue_cron_job', connection, args)
+    status = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+    return status, (float(reply[1]) if status == 'refused' else None)
+
+
 def cancel_job(
     connection: Redis,
     job_id: str,
@@ -113,132 +150,15 @@ def delete_job(
 ) -> int | None:
     """Deletes the job (and its dependents when asked); the number of jobs deleted (None when queued
     into `pipeline`)."""
-    reply = call('delete_job', connection, [job_id, int(remove_from_queue), int(delete_dependents)], pipeline)
+    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
+    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch]
+    reply = call('delete_job', connection, args, pipeline)
     return None if reply is None else int(reply)
 
 
 def empty_queue(connection: Redis, queue: str) -> int:
     """LPOP every id and delete its job hash and dependents set; the number removed."""
     return int(script('empty_queue')(connection, [queue]))
-
-
-def claim_job(
-    connection: Redis,
-    worker_name: str,
-    times: list[Any],
-    monitoring_interval: int,
-    idle_ttl: int,
-    execution_id: str,
-    moved_id: str,
-    moved_queue: str,
-    queues: list[str],
-) -> list[Any]:
-    """See lua/claim_job.lua: {job id, queue, job hash (flat), dropped ids, suspended}."""
-    args = [
-        worker_name,
-        *times,
-        monitoring_interval,
-        HEARTBEAT_GRACE,
-        MAX_DROPPED_PER_CLAIM,
-        idle_ttl,
-        execution_id,
-        moved_id,
-        moved_queue,
-        len(queues),
-        *queues,
-    ]
-    return script('claim_job')(connection, args)  # type: ignore[no-any-return]
-
-
-def finish_job(
-    connection: Redis,
-    worker_name: str,
-    times: list[Any],
-    job_id: str,
-    queue: str,
-    execution_id: str,
-    plan: Any,
-    working_time: float,
-    claim_next: bool,
-    monitoring_interval: int,
-    idle_ttl: int,
-    next_execution_id: str,
-    queues: list[str],
-    fence: str = '',
-) -> list[Any]:
-    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job.
-
-    With a `fence` (a started-registry member), only while that member and the job's started status hold.
-    """
-    args: list[Any] = [
-        worker_name,
-        *times,
-        job_id,
-        queue,
-        execution_id,
-        fence,
-        plan.registry,
-        plan.registry_score,
-        plan.job_ttl,
-        plan.release_as,
-        plan.put_back,
-        plan.schedule_score,
-        plan.counter,
-        repr(float(working_time)),
-        plan.stream_ttl,
-        RESULTS_MAXLEN,
-        len(plan.fields),
-    ]
-    for name, value in plan.fields.items():
-        args.extend((name, value))
-    args.append(len(plan.stream))
-    for name, value in plan.stream.items():
-        args.extend((name, value))
-    args.extend((int(claim_next), monitoring_interval, HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, idle_ttl))
-    args.extend((next_execution_id, len(queues), *queues))
-    return script('finish_job')(connection, args)  # type: ignore[no-any-return]
-
-
-def register_worker(
-    connection: Redis,
-    name: str,
-    what: str,
-    ttl: int,
-    now_text: str,
-    queues: list[str],
-    fields: dict[str, Any] | None = None,
-) -> bool:
-    """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
-    args: list[Any] = [name, what, ttl, now_text, len(queues), *queues]
-    if fields is not None:
-        args.append(len(fields))
-        for key, value in fields.items():
-            args.extend((key, value))
-    return bool(script('register_worker')(connection, args))
-
-
-def heartbeat(
-    connection: Redis,
-    name: str,
-    worker_ttl: int,
-    times: list[Any],
-    job_ttl: int,
-    working_time: str,
-    jobs: list[tuple[str, str, str]],
-) -> bool:
-    """Heartbeat the worker and its jobs in flight (id, queue, execution id); True if suspended."""
-    args: list[Any] = [name, worker_ttl, *times, job_ttl, HEARTBEAT_GRACE, working_time, len(jobs)]
-    for job in jobs:
-        args.extend(job)
-    return bool(script('heartbeat')(connection, args))
-
-
-def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
-    """Put (queue, id) pairs moved into intermediate lists back at the head of their queues."""
-    args: list[Any] = []
-    for queue, job_id in moved:
-        args.extend((queue, job_id))
-    return int(script('return_jobs')(connection, args))
 
 
 def schedule_jobs(
@@ -268,18 +188,19 @@ def clean_registries(
     connection: Redis,
     now_float: str,
     cutoff: int,
-    whole: bool,
+    mode: str,
     lock_ttl: int,
     stuck_after: int,
     first_seen_ttl: int,
     job_fields: Sequence[str],
     queues: list[str],
 ) -> list[Any]:
-    """A maintenance pass (see lua/clean_registries.lua): {abandoned, rescued, stats, locked queues}."""
+    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
+    rescued, stats, locked queues, ready ids enqueued}."""
     args: list[Any] = [
         now_float,
         cutoff,
-        'all' if whole else 'started',
+        mode,
         lock_ttl,
         stuck_after,
         first_seen_ttl,
@@ -287,6 +208,7 @@ def clean_registries(
         *job_fields,
         len(queues),
         *queues,
+        utcformat(now()),  # promoted rate-limited jobs' enqueued_at
     ]
     return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
 

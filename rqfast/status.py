@@ -15,6 +15,10 @@ class JobStatus(str, Enum):
     SCHEDULED = 'scheduled'
     STOPPED = 'stopped'
     CANCELED = 'canceled'
+    # Written only by RQ 3.0 (a dependent between release and push; a job waiting for a rate-limit
+    # slot): rqfast reads them so it can fetch jobs an rq 3.0 producer or worker left there.
+    READY_TO_ENQUEUE = 'ready_to_enqueue'
+    RATE_LIMITED = 'rate_limited'
 
 
 # A job in one of these has ended: it will not run again unless requeued.

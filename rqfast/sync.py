@@ -42,4 +42,9 @@ def run_sync(queue: Queue, job: Job) -> Job:
         job.set_local_status(_STATUS_AFTER[outcome.kind])
     working_time = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
     engine.finish_job(queue.connection, job.id, queue.name, '', plan, working_time, worker=None, claim_next=False)
+    if job.webhooks:  # here and now, as RQ's run_sync (which counts a returned Retry as finished)
+        if outcome.kind is OutcomeKind.FAILURE:
+            job.send_webhooks(JobStatus.FAILED, exc_string=outcome.exc_string)
+        else:
+            job.send_webhooks(JobStatus.FINISHED)
     return job

@@ -86,6 +86,16 @@ class UnixSignalDeathPenalty(BaseDeathPenalty):
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
+class NoDeathPenalty(BaseDeathPenalty):
+    """No time limit from within: a job on a worker's thread or event loop, whose worker enforces it."""
+
+    def setup_death_penalty(self) -> None:
+        pass
+
+    def cancel_death_penalty(self) -> None:
+        pass
+
+
 class TimerDeathPenalty(UnixSignalDeathPenalty):
     """RQ's name for the thread-based penalty; here the same SIGALRM mechanism."""
 

@@ -1,17 +1,64 @@
 """RQ's Webhook: an HTTP request to make when a job finishes or fails, stored with the job as JSON.
 
-This is the stored form (validation, to_dict/from_dict, the payload); jobhash.py writes and reads
-it in the job's `webhooks` field.
+The stored form (validation, to_dict/from_dict; jobhash.py writes and reads it in the job's
+`webhooks` field), the payload and send(): one request with the standard library's urlopen, no
+retry, errors logged and never raised, as RQ's. Who calls send() and when: a worker's sender
+thread (worker/webhooks.py) once the job's end is recorded; Job.send_webhooks for is_async=False.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlparse
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from .jobspec import JobSpec
+
+def _logger() -> Any:
+    """The 'rqfast.webhook' logger, imported when there is something to log: a work horse or a spawned
+    child that logs nothing never imports logging."""
+    import logging
+
+    return logging.getLogger('rqfast.webhook')
+
+
+# urllib.request (with http.client, email, ssl, tempfile) is imported when a webhook is sent, not
+# when a job is loaded: a work horse or spawned child that sends none never pays for it.
+def urlopen(request: Any, timeout: float | None = None) -> Any:
+    """The standard library's urlopen (the name RQ's tests patch, as rq.webhook.urlopen)."""
+    from urllib.request import urlopen as stdlib_urlopen
+
+    return stdlib_urlopen(request, timeout=timeout)
+
+
+def _request(url: str, **options: Any) -> Any:
+    from urllib.request import Request
+
+    return Request(url, **options)
+
+
+class WebhookSubject(Protocol):
+    """What a payload reads from the job: a Job, or the worker's snapshot of one (worker/webhooks.py)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def func_name(self) -> str | None: ...
+
+    @property
+    def enqueued_at(self) -> datetime | None: ...
+
+    @property
+    def ended_at(self) -> datetime | None: ...
+
+
+def checked_webhooks(webhooks: Any) -> list[Webhook]:
+    """A job's webhooks argument as a list, or TypeError (a bare Webhook, a list of URLs), as RQ's."""
+    if not isinstance(webhooks, Sequence) or not all(isinstance(webhook, Webhook) for webhook in webhooks):
+        raise TypeError('webhooks must be a sequence of Webhook instances')
+    return list(webhooks)
 
 
 @dataclass(init=False)
@@ -31,6 +78,8 @@ class Webhook:
         headers: dict[str, str] | None = None,
         timeout: int = 10,
     ) -> None:
+        from urllib.parse import urlparse  # here: loading a job (a work horse) needs no URL parsing
+
         parsed = urlparse(url) if isinstance(url, str) else None
         if parsed is None or parsed.scheme not in ('http', 'https') or not parsed.netloc:
             raise ValueError(f'url must be an http:// or https:// URL, got {url!r}')
@@ -57,7 +106,7 @@ class Webhook:
             timeout=data.get('timeout', 10),
         )
 
-    def get_payload(self, job: JobSpec, *, exc_string: str | None = None) -> dict[str, Any]:
+    def get_payload(self, job: WebhookSubject, *, exc_string: str | None = None) -> dict[str, Any]:
         """The JSON body of a POST: the job's id, function, status and times (and exc_info when failed)."""
         payload: dict[str, Any] = {
             'job_id': job.id,
@@ -69,3 +118,17 @@ class Webhook:
         if self.job_status == 'failed':
             payload['exc_info'] = exc_string
         return payload
+
+    def send(self, job: WebhookSubject, *, exc_string: str | None = None) -> None:
+        """Make the request: a GET, or a POST of the JSON payload; one attempt, failures logged, never raised."""
+        try:
+            if self.method == 'POST':
+                body = json.dumps(self.get_payload(job, exc_string=exc_string)).encode('utf-8')
+                headers = {'Content-Type': 'application/json', **(self.headers or {})}
+                request = _request(self.url, data=body, headers=headers, method='POST')
+            else:
+                request = _request(self.url, headers=dict(self.headers or {}), method='GET')
+            with urlopen(request, timeout=self.timeout):
+                pass
+        except Exception:
+            _logger().warning('Failed to send webhook to %s for job %s', self.url, job.id, exc_info=True)

@@ -25,6 +25,9 @@ import rq.job
 import rq.registry
 
 import rqfast
+import rqfast.command
+import rqfast.exceptions
+import rqfast.keys
 
 KILLED = 'Work-horse terminated unexpectedly; waitpid returned 9 (signal 9); '  # RQ's words for SIGKILL
 TESTS_DIR = Path(__file__).resolve().parent
@@ -275,6 +278,25 @@ class HorseContract:
         assert exc_string(redis_conn, job.id) == 'Job stopped by user, work-horse terminated.'
         assert redis_conn.get(f'stopped:{job.id}') == str(process.proc.pid).encode()  # ran in the worker
         assert rq_job(redis_conn, after.id).get_status() == 'finished'
+
+    @pytest.mark.timeout(60)
+    def test_stop_execution_command(self, redis_conn: redis.Redis, worker_process: Any) -> None:
+        """RQ 3.0's stop-execution (the execution id as RQ 3.0's readers find it: the worker's index)."""
+        job = rqfast.Queue('q', connection=redis_conn).enqueue('jobs_isolation.announce_and_sleep', 30)
+        process = worker_process('stoppable')
+        wait_until(lambda: redis_conn.exists(f'running:{job.id}'), timeout=20)
+        [member] = redis_conn.smembers(rqfast.keys.worker_executions_key('stoppable'))
+        job_id, _, execution_id = member.decode().rpartition(':')
+        assert job_id == job.id
+        with pytest.raises(rqfast.exceptions.InvalidJobOperation):
+            rqfast.command.send_stop_execution_command(redis_conn, job.id, 'not-this-one')
+        rqfast.command.send_command(redis_conn, 'stoppable', 'stop-execution', job_id=job.id, execution_id='x0')
+        time.sleep(0.3)  # an ignored command: the job is still running
+        assert rq_job(redis_conn, job.id).get_status() == 'started'
+        rqfast.command.send_stop_execution_command(redis_conn, job.id, execution_id)
+        process.wait()
+        assert rq_job(redis_conn, job.id).get_status() == 'stopped'
+        assert exc_string(redis_conn, job.id) == 'Job stopped by user, work-horse terminated.'
 
     @pytest.mark.timeout(60)
     def test_a_warm_shutdown_lets_the_job_finish(self, redis_conn: redis.Redis, worker_process: Any) -> None:

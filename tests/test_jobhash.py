@@ -66,6 +66,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
     job.worker_name = 'w'
     job.number_of_retries = 1
     job.repeats_left, job.repeat_intervals = 2, [3]
+    job.rate_limit_key, job.rate_limit_concurrency = 'reports', 2  # RQ 3.0's fields
     job.allow_dependency_failures = True
     job.enqueue_at_front = False
     job.set_local_status(JobStatus.FAILED)

@@ -26,10 +26,19 @@ CASES = {
     "K.deferred('q1')": keys.deferred_registry_key('q1'),
     "K.scheduled('q1')": keys.scheduled_registry_key('q1'),
     "K.canceled('q1')": keys.canceled_registry_key('q1'),
+    "K.ready('q1')": keys.ready_registry_key('q1'),
     "K.worker('w1')": keys.worker_key('w1'),
+    "K.worker_executions('w1')": keys.worker_executions_key('w1'),
     "K.workers_by_queue('q1')": keys.workers_by_queue_key('q1'),
     "K.group('g1')": keys.group_key('g1'),
     'K.groups': keys.GROUPS,
+    'K.cron_jobs': keys.CRON_JOBS,
+    "K.cron_job_history('c1')": keys.cron_job_history_key('c1'),
+    "K.dead_letter('q1')": keys.dead_letter_key('q1'),
+    'K.rl_keys': keys.RATE_LIMIT_KEYS,
+    "K.rl('r1')": keys.rate_limit_config_key('r1'),
+    "K.rl_allowed('r1')": keys.rate_limit_allowed_key('r1'),
+    "K.rl_waiting('r1')": keys.rate_limit_waiting_key('r1'),
 }
 
 

@@ -165,7 +165,9 @@ def test_cold_shutdown_fails_the_running_job_and_leaves_nothing_in_limbo(
     assert job.id in FailedJobRegistry('q', connection=redis_conn).get_job_ids()
     assert StartedJobRegistry('q', connection=redis_conn).get_job_ids(cleanup=False) == []
     assert not redis_conn.keys(f'rq:execution:{job.id}:*')
-    assert 'SystemExit' in (rqfast.Job.fetch(job.id, connection=redis_conn).exc_info or '')
+    reason = rqfast.Job.fetch(job.id, connection=redis_conn).exc_info or ''
+    assert f'ColdShutdown: rqfast: cold shutdown of worker {worker.name} (SIGINT' in reason, reason
+    assert f'job(s) interrupted: {job.id}' in reason
     assert_deregistered(redis_conn, worker)
     assert b'current_job' not in redis_conn.hgetall(worker.key)
 

@@ -34,6 +34,7 @@ import rq.worker
 
 import rqfast
 import rqfast.worker
+from rqfast.defaults import JOB_HEARTBEAT_GRACE
 
 try:
     import jobs
@@ -113,10 +114,16 @@ def _without_library(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def heartbeat_ttl(library: str, timeout: int, monitoring_interval: int = 30) -> int:
-    """RQ's SimpleWorker: timeout + 60 (420 with none); rqfast (RQ's forking rule): min(timeout, interval) + 60."""
+    """RQ's SimpleWorker: timeout + 60 (420 with none); rqfast: interval + JOB_HEARTBEAT_GRACE (it beats every
+    third of the interval, whatever the timeout, so that a killed worker's job is recovered within a minute)."""
     if library == 'rq':
         return 420 if timeout == -1 else timeout + 60
-    return monitoring_interval + 60 if timeout == -1 else min(timeout, monitoring_interval) + 60
+    return monitoring_interval + JOB_HEARTBEAT_GRACE
+
+
+def executions_grace(library: str) -> int:
+    """How much longer than the heartbeat TTL a job's executions entry lives."""
+    return 60 if library == 'rq' else JOB_HEARTBEAT_GRACE
 
 
 def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
@@ -137,9 +144,10 @@ def heartbeat_normalized(dump: dict[str, Any], library: str) -> dict[str, Any]:
         if key.startswith('rq:worker:') or key.startswith('rq:execution:'):
             entry['ttl'] = checked(entry['ttl'], ttl, '<heartbeat ttl>')
         elif key.startswith('rq:executions:'):
-            entry['ttl'] = checked(entry['ttl'], ttl + 60, '<heartbeat ttl + 60>')
+            grace = executions_grace(library)
+            entry['ttl'] = checked(entry['ttl'], ttl + grace, '<heartbeat ttl + grace>')
             entry['value'] = [
-                [m, checked(score, ttl + 60, '<now + heartbeat ttl + 60>')] for m, score in entry['value']
+                [m, checked(score, ttl + grace, '<now + heartbeat ttl + grace>')] for m, score in entry['value']
             ]
         elif key.startswith('rq:wip:'):
             entry['value'] = [[m, checked(score, ttl, '<now + heartbeat ttl>')] for m, score in entry['value']]

@@ -76,10 +76,20 @@ def test_parse_payload_takes_rqs_command_messages_and_rejects_the_rest() -> None
         parse_payload({})
 
 
-def test_heartbeat_interval_is_half_the_shorter_of_monitoring_and_half_the_ttl() -> None:
-    assert heartbeat_interval(30, 420) == 15
-    assert heartbeat_interval(30, 20) == 5
+def test_heartbeat_interval_is_a_third_of_the_shorter_of_monitoring_and_half_the_ttl() -> None:
+    assert heartbeat_interval(30, 420) == 10
+    assert heartbeat_interval(30, 24) == 4
     assert heartbeat_interval(1, 420) == 1.0
+
+
+def test_upkeep_runs_the_recovery_pass_between_maintenance_passes() -> None:
+    maintained, recovered = threading.Semaphore(0), threading.Semaphore(0)
+    upkeep = Upkeep('w')
+    upkeep.start(lambda: None, 3600, maintained.release, 3600, recovered.release, 0.5)
+    assert maintained.acquire(timeout=5)  # at once
+    assert recovered.acquire(timeout=5) and recovered.acquire(timeout=5)
+    assert not maintained.acquire(timeout=0)  # the full pass waits for its own interval
+    upkeep.stop()
 
 
 def test_upkeep_maintains_at_once_and_beats_until_stopped() -> None:

@@ -103,8 +103,8 @@ def test_a_step_pins_the_claim_of_the_next_job_too(connection: redis.Redis) -> N
     assert connection.hget(second.key, 'started_at') == utcformat(PINNED).encode()
     assert connection.hget(worker.key, 'last_heartbeat') == utcformat(PINNED).encode()
     assert connection.hget(worker.key, 'current_job') == second.id.encode()
-    # its started-registry entry expires a monitoring interval (and a minute) after the pinned time
+    # its started-registry entry expires a monitoring interval (and the heartbeat grace) after the pinned time
     ((_, score),) = connection.zrange(keys.started_registry_key('q'), 0, -1, withscores=True)
-    assert score == int(PINNED.timestamp()) + worker.job_monitoring_interval + 60
+    assert score == int(PINNED.timestamp()) + worker.job_monitoring_interval + worker.heartbeat_grace
     assert worker.step() is True
     assert Job.fetch(second.id, connection=connection).get_status() == 'finished'

@@ -6,8 +6,10 @@ import click
 
 from ..version import VERSION
 from .admin import empty, requeue, resume, suspend
+from .cli_cron import cron
 from .enqueue import enqueue
 from .monitor import info
+from .pool import worker_pool
 from .workers import worker
 
 
@@ -17,7 +19,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, info, empty, requeue, enqueue, suspend, resume):
+for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron):
     main.add_command(command)
 
-__all__ = ['enqueue', 'info', 'main', 'worker']
+__all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_pool']

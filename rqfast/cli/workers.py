@@ -57,6 +57,8 @@ class WorkerOptions:
     exception_handler: tuple[str, ...]
     disable_default_exception_handler: bool
     disable_job_desc_logging: bool
+    allow: tuple[str, ...]
+    concurrency: int = 1
 
 
 @click.command()
@@ -107,6 +109,20 @@ class WorkerOptions:
     help='Do not move failed jobs to the failed job registry.',
 )
 @click.option('--disable-job-desc-logging', is_flag=True, help='Log job ids, not descriptions.')
+@click.option(
+    '--allow',
+    multiple=True,
+    help='Run only jobs whose function and callbacks are under this module prefix or exact name '
+    '(repeatable; settings ALLOWED_FUNCTIONS). Jobs must be signed when SIGNING_KEY or $RQFAST_SIGNING_KEY is set.',
+)
+@click.option(
+    '--concurrency',
+    '-C',
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help='Jobs in flight at once in this worker (SimpleWorker: threads and one event loop; Worker: horses).',
+)
 def worker(**options: Any) -> None:
     """Start a worker on the given queues (default: settings QUEUES, else `default`)."""
     opts = WorkerOptions(**options)
@@ -147,6 +163,11 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
     queues = [
         queue_class(name, connection=connection, job_class=job_class, serializer=serializer) for name in queue_names
     ]
+    extra: dict[str, Any] = {'concurrency': opts.concurrency} if opts.concurrency > 1 else {}
+    if opts.concurrency > 1 and not getattr(worker_class, 'runs_jobs_concurrently', False):
+        raise CliError(
+            f'--concurrency {opts.concurrency}: {worker_class.__name__} runs one job at a time (use -w SimpleWorker)'
+        )
     instance = worker_class(
         queues,
         name=opts.name or settings.get('NAME'),
@@ -161,8 +182,25 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         maintenance_interval=opts.maintenance_interval,
         disable_default_exception_handler=opts.disable_default_exception_handler,
         log_job_description=not opts.disable_job_desc_logging,
+        **job_security(opts, settings),
+        **extra,
     )
     return instance, work_kwargs
+
+
+def job_security(opts: WorkerOptions, settings: dict[str, Any]) -> dict[str, Any]:
+    """The worker's allow= and signing_key= from --allow, else settings ALLOWED_FUNCTIONS; settings SIGNING_KEY
+    (else the worker reads $RQFAST_SIGNING_KEY itself)."""
+    allow: Any = list(opts.allow) or settings.get('ALLOWED_FUNCTIONS')
+    if isinstance(allow, str):
+        allow = [allow]
+    if allow is not None and not (isinstance(allow, list | tuple) and all(isinstance(a, str) and a for a in allow)):
+        raise CliError(f'ALLOWED_FUNCTIONS: a list of dotted module prefixes or names, not {allow!r}')
+    key = settings.get('SIGNING_KEY')
+    if key is not None and not (isinstance(key, str | bytes) and key):
+        raise CliError('SIGNING_KEY: a non-empty str or bytes')
+    options = {'allow': allow, 'signing_key': key}
+    return {name: value for name, value in options.items() if value is not None}  # a worker class may not take them
 
 
 def logging_level(opts: WorkerOptions) -> str:

@@ -43,12 +43,14 @@ from ..defaults import (
     DEFAULT_RESULT_TTL,
     DEFAULT_WORKER_TTL,
     IDLE_WAKEUP,
+    JOB_HEARTBEAT_GRACE,
     MAINTENANCE_INTERVAL,
 )
 from ..exceptions import StopRequested
 from ..imports import import_attribute
 from ..job import Job
 from ..queue import Queue
+from ..security import JobPolicy
 from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
@@ -61,10 +63,10 @@ from .order import DequeueStrategy, QueueOrder
 from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
 from .records import WorkerRecords
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
-from .signals import signal_name
+from .signals import ColdShutdown, signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
-from .waiting import Waiter
+from .waiting import Waiter, idle_wait, log_dropped
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -77,7 +79,9 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
     death_penalty_class: Any = UnixSignalDeathPenalty
     queue_class: type[Queue] = Queue
     job_class: type[Job] = Job
+    runs_jobs_concurrently = False  # concurrency > 1 (concurrent.py): the SimpleWorker's
     dequeue_timeout = IDLE_WAKEUP  # seconds an idle worker blocks at a time (RQ's: worker_ttl - 15; see README)
+    heartbeat_grace = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL is job_monitoring_interval plus this
 
     def __init__(
         self,
@@ -97,7 +101,17 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         prepare_for_work: bool = True,
         serializer: Any = None,
         work_horse_killed_handler: Callable[..., Any] | None = None,
+        concurrency: int = 1,
+        *,
+        allow: Any = None,
+        signing_key: str | bytes | None = None,
     ):
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f'concurrency must be an integer >= 1, not {concurrency!r}')
+        if concurrency > 1 and not self.runs_jobs_concurrently:
+            raise ValueError(f'{type(self).__name__} runs one job at a time: concurrency > 1 needs a SimpleWorker')
+        self.concurrency = concurrency
+        self._concurrent: Any = None  # the loop of a worker with concurrency > 1 (concurrent.py), while it works
         if job_class is not None:
             self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
         if queue_class is not None:
@@ -118,6 +132,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         self.log_job_description = log_job_description
         self.disable_default_exception_handler = disable_default_exception_handler
         self.work_horse_killed_handler = work_horse_killed_handler
+        self.job_policy = JobPolicy.make(allow, signing_key)  # None unless allow= or a signing key (README: Security)
         self._exc_handlers: list[Callable[..., Any]] = []
         for handler in handler_list(exception_handlers):
             self.push_exc_handler(handler)
@@ -163,7 +178,13 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         return [q.key for q in self.queues]
 
     def _ref(self) -> engine.WorkerRef:
-        return engine.WorkerRef(self.name, self._queue_order.next(), self.job_monitoring_interval, self.worker_ttl + 60)
+        return engine.WorkerRef(
+            self.name,
+            self._queue_order.next(),
+            self.job_monitoring_interval,
+            self.worker_ttl + 60,
+            self.heartbeat_grace,
+        )
 
     def _engine_connection(self) -> Any:
         """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
@@ -211,7 +232,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
             return
         self.log.warning('Worker %s: cold shut down', self.name)
         self.kill_horse()
-        raise SystemExit()
+        raise ColdShutdown.of(self.name, signum, list(self._in_flight))
 
     # --- starting and stopping
 
@@ -246,6 +267,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         if self._engine_client is not None and self._engine_client is not self.connection:
             self._engine_client.close()  # gives its connection back to the pool
         self._engine_client = None
+        self.close_webhooks()
 
     # --- the loop
 
@@ -269,6 +291,10 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         self.bootstrap(logging_level, date_format, log_format)
         if with_scheduler:
             self.start_scheduler(burst)
+        if self.concurrency > 1 and not self.uses_hooks:  # (RQ's hooks run one job at a time)
+            from .concurrent import work_concurrently
+
+            return work_concurrently(self, burst, max_jobs, max_idle_time)
         completed = 0
         try:
             while self._claim_in_hand or self._wait_for_claim(burst, max_idle_time):
@@ -313,9 +339,12 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         self._log_dropped(next_claim)
         return next_claim
 
-    def _claim(self, moved: tuple[str, str] | None = None, now: datetime | None = None) -> engine.Claim:
-        """One claim script call (of the job a blocking wait moved, if any); never blocks."""
-        claim = engine.claim_job(self._engine_connection(), self._ref(), moved, moment=now)
+    def _claim(
+        self, moved: tuple[str, str] | None = None, now: datetime | None = None, execution_id: str = ''
+    ) -> engine.Claim:
+        """One claim script call (of the job a blocking wait moved, if any); never blocks. `execution_id`:
+        that of a claim whose reply was lost (see engine.claim_job)."""
+        claim = engine.claim_job(self._engine_connection(), self._ref(), moved, moment=now, execution_id=execution_id)
         self._log_dropped(claim)
         if claim:
             self._queue_order.claimed_from(claim.queue or '')
@@ -326,10 +355,13 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
         idle_since = time.monotonic()
         backoff = Backoff()
         moved: tuple[str, str] | None = None
+        resend = ''  # the execution id of a claim whose reply was lost: sent again as it was
         while not self._stop_requested and not self._claim_in_hand:
             try:
-                claim = self._claim(moved)
-                moved = None
+                if not resend:
+                    resend = uuid.uuid4().hex
+                claim = self._claim(moved, execution_id=resend)
+                moved, resend = None, ''
                 backoff.reset()
                 if claim:
                     self._claim_in_hand = claim
@@ -344,25 +376,16 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
                     self.log.info('Worker %s: done, quitting', self.name)
                     return False
                 else:
-                    wait = self._idle_wait(idle_since, max_idle_time)
+                    wait = idle_wait(self.dequeue_timeout, idle_since, max_idle_time)
                     if wait is None:
+                        self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
                         return False
                     moved = self._interruptibly(self._waiter_for().wait, wait)
-            except redis.ConnectionError as exc:
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
                 delay = backoff.next()
                 self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, delay)
-                time.sleep(delay)
+                self._interruptibly(time.sleep, delay)
         return bool(self._claim_in_hand)
-
-    def _idle_wait(self, idle_since: float, max_idle_time: int | None) -> int | None:
-        """Seconds to block for a job now; None once max_idle_time has passed."""
-        if max_idle_time is None:
-            return self.dequeue_timeout
-        left = max_idle_time - (time.monotonic() - idle_since)
-        if left <= 0:
-            self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
-            return None
-        return max(1, min(self.dequeue_timeout, int(left + 0.999)))
 
     def _waiter_for(self) -> Waiter:
         if self._waiter is None or self._waiter.queues != self._queue_order.names:
@@ -388,8 +411,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
             self._interruptibly(time.sleep, 1)
 
     def _log_dropped(self, claim: engine.Claim) -> None:
-        for job_id in claim.dropped:
-            self.log.warning('Worker %s: dropped job id %s: it has no job hash', self.name, job_id)
+        log_dropped(self.log, self.name, claim)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BaseWorker) and self.name == other.name

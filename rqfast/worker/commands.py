@@ -22,6 +22,7 @@ from redis.retry import Retry as RedisRetry
 from .. import keys
 from ..backoff import Backoff
 from ..command import handle_command, parse_payload
+from ..connections import pool_like
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -44,8 +45,7 @@ class CommandListener:
         if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
             return  # fakeredis: no sockets to listen on
         # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
-        kwargs = {**pool.connection_kwargs, 'retry': RedisRetry(NoBackoff(), 0)}
-        client = Redis(connection_pool=pool.__class__(connection_class=pool.connection_class, **kwargs))
+        client = Redis(connection_pool=pool_like(self.connection, retry=RedisRetry(NoBackoff(), 0)))
         self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         self.pubsub.subscribe(self.channel)
         self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name='rqfast-commands', daemon=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -18,13 +19,15 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import dates, engine
+from .. import dates, engine, keys
 from ..backoff import Backoff
-from ..defaults import DEFAULT_RESULT_TTL
+from ..defaults import DEFAULT_RESULT_TTL, WEBHOOK_SHUTDOWN_WAIT
 from ..job import Job
 from ..jobhash import unreadable_fields
 from ..outcome import Outcome, OutcomeKind
+from ..security import JobPolicy, restore_sealed, sealed_fields
 from ..status import JobStatus, WorkerStatus
+from .webhooks import WebhookJob, WebhookSender, status_to_send
 
 
 def clock(now: datetime | None) -> Callable[[], datetime]:
@@ -59,6 +62,10 @@ class Finishing:
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
     uses_hooks: bool
+    _webhook_sender: WebhookSender | None = None  # started with the first webhook to send
+    webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
+    job_policy: JobPolicy | None
+    runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
     process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
     _log_completed: Callable[[Job], None]  # JobHooks'
     _log_job_ok: Callable[[Job], None]  # JobHooks'
@@ -87,18 +94,23 @@ class Finishing:
         except Exception:  # a job must never take the worker down: it fails with what went wrong
             outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
             job = job or self._placeholder_job(job_id, queue, now=now)
-        except (SystemExit, KeyboardInterrupt):
+        except BaseException as exc:  # a cold shutdown, or a BaseException that got past the run
             if job_id in self._in_flight:  # (the hooks' path records the job itself)
                 outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
                 job = job or self._placeholder_job(job_id, queue, now=now)
                 self._finish(job, claim, outcome, claim_next=False, now=now)
-            raise
+            if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
+                raise  # a shutdown: the worker stops
+            self.log.error('Worker %s: job %s ended with %s; the worker goes on', self.name, job_id, type(exc).__name__)
+            self._state = WorkerStatus.IDLE
+            return engine.Claim()
         finally:
             self._job_started_monotonic = None
         assert outcome is not None
         # a warm shutdown requested while the job ran takes no next job
         next_claim = self._finish(job, claim, outcome, claim_next and not self._stop_requested, now)
-        self._log_outcome(job, outcome)
+        if next_claim.recorded:
+            self._log_outcome(job, outcome)
         return next_claim
 
     def _finish(
@@ -114,12 +126,23 @@ class Finishing:
             next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next, now)
         finally:
             self._in_flight.pop(job_id, None)
+        self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
+        if not next_claim.recorded:  # fenced off: the job was recovered, or claimed again, meanwhile
+            self.log.warning(
+                'Worker %s: job %s ended (%s), but this worker no longer owned it (its execution ended: '
+                'recovered or claimed again elsewhere); nothing recorded',
+                self.name,
+                job_id,
+                outcome.kind.value,
+            )
+            return next_claim
+        if job.webhooks:
+            self._send_webhooks(job, outcome, plan)
         if outcome.kind is OutcomeKind.SUCCESS:
             self.successful_job_count += 1
         else:
             self.failed_job_count += 1
         self.total_working_time += working
-        self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
         return next_claim
 
     # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)
@@ -178,11 +201,16 @@ class Finishing:
         claim_next: bool,
         now: datetime | None = None,
     ) -> engine.Claim:
-        """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped."""
+        """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped,
+        and never recorded twice (a call whose reply was lost is sent again as it was: if it ran, the
+        fence holds the second off and its answer is the job the first one claimed)."""
         backoff = Backoff()
+        moment = now or dates.now()
+        next_execution = uuid.uuid4().hex
+        retried = False
         while True:
             try:
-                return engine.finish_job(
+                next_claim = engine.finish_job(
                     self._engine_connection(),
                     job_id,
                     queue,
@@ -191,25 +219,87 @@ class Finishing:
                     working,
                     self._ref(),
                     claim_next=claim_next,
-                    moment=now,
+                    moment=moment,
+                    next_execution=next_execution,
                 )
-            except redis.ConnectionError as exc:
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
                 delay = backoff.next()
                 self.log.error(
                     'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, delay
                 )
                 time.sleep(delay)
-                claim_next = False  # the next job is claimed by the loop once Redis is back
+                retried = True
+                continue
+            if retried and not next_claim.recorded and self._recorded_before(job_id, execution_id):
+                self.log.info('Worker %s: job %s was recorded by the call whose reply was lost', self.name, job_id)
+                next_claim.recorded = True
+            return next_claim
+
+    def _recorded_before(self, job_id: str, execution_id: str) -> bool:
+        """After a lost reply: whether the job's latest result entry is this execution's (its call ran).
+        Only the entry's execution_id is read: nothing is deserialized here."""
+        try:
+            entries: Any = self.connection.xrevrange(keys.results_key(job_id), count=1)
+        except redis.RedisError:
+            return False
+        return bool(entries) and entries[0][1].get(b'execution_id') == execution_id.encode()
+
+    # --- its webhooks, once its end is recorded: handed to the worker's sending thread (webhooks.py)
+
+    def _send_webhooks(self, job: Job, outcome: Outcome, plan: engine.Plan) -> None:
+        status = status_to_send(outcome, plan)
+        matching = [webhook for webhook in job.webhooks if webhook.job_status == status]
+        if not matching:
+            return
+        subject = WebhookJob(job.id, self._webhook_func_name(job), job.enqueued_at, job.ended_at)
+        exc_string = outcome.exc_string if status is JobStatus.FAILED else None
+        if self._webhook_sender is None:
+            self._webhook_sender = WebhookSender(self.name)
+        for webhook in matching:
+            self._webhook_sender.submit(webhook, subject, exc_string)
+
+    def _webhook_func_name(self, job: Job) -> str | None:
+        """The function's name for a payload: the job ran in this process (a forking worker's says otherwise)."""
+        try:
+            func_name = job.func_name
+        except Exception:  # its data cannot be read (a poison job)
+            return None
+        return None if func_name is None else str(func_name)
+
+    def close_webhooks(self) -> None:
+        """Send the webhooks still pending, for webhook_shutdown_wait seconds at most (the worker is stopping)."""
+        if self._webhook_sender is not None:
+            self._webhook_sender.close(self.webhook_shutdown_wait)
 
     # --- loading it
 
-    def _load_job(self, claim: engine.Claim, now: datetime | None = None) -> tuple[Job, Outcome | None]:
-        """The claimed job, ready to run; or a stand-in and a 'poison' outcome naming the unreadable fields."""
+    def _load_job(
+        self, claim: engine.Claim, now: datetime | None = None, in_process: bool | None = None
+    ) -> tuple[Job, Outcome | None]:
+        """The claimed job, ready to run; or a stand-in and a 'poison' outcome naming why it cannot run.
+
+        A worker that runs jobs in other processes (runs_jobs_in_process False) loads it sealed: its
+        call, meta and result are never deserialized here (security.restore_sealed), unless `in_process`:
+        RQ's step-by-step API hands the job to its caller, who performs it in this process.
+        """
+        in_process = self.runs_jobs_in_process if in_process is None else in_process
         job = self.job_class(claim.job_id, connection=self.connection, serializer=self.serializer)
+        policy = self.job_policy
+        if policy is not None and in_process:
+            refused = policy.vet(claim.job_id or '', claim.raw, self.serializer)
+            if refused:  # judged before anything in the job is deserialized or imported
+                placeholder = self._placeholder_job(claim.job_id or '', claim.queue or '', claim.raw, now)
+                return placeholder, Outcome(OutcomeKind.POISON, exc_string=refused)
         try:
-            job.restore(claim.raw)
+            if policy is not None:
+                policy.arm(job, claim.raw)  # before restore: meta is unpickled there
+            if in_process:
+                job.restore(claim.raw)
+            else:
+                restore_sealed(job, claim.raw)
         except Exception as exc:
-            bad = unreadable_fields(job, claim.raw)
+            checked = claim.raw if in_process else sealed_fields(claim.raw)
+            bad = unreadable_fields(job, checked)
             named = ', '.join(f'{name}={value!r}' for name, (value, _) in bad.items())
             reason = (
                 f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
@@ -226,10 +316,10 @@ class Finishing:
     def _placeholder_job(
         self, job_id: str, queue: str, raw: dict[Any, Any] | None = None, now: datetime | None = None
     ) -> Job:
-        """A stand-in for a job that cannot be loaded (its TTLs are kept when the repaired hash loads)."""
+        """A sealed stand-in for a job that cannot be loaded or run (its TTLs kept when the repaired hash loads)."""
         job = self.job_class(job_id, connection=self.connection, serializer=self.serializer)
         try:
-            job.restore(raw or {})
+            restore_sealed(job, raw or {})
         except Exception:
             pass
         job.origin = queue

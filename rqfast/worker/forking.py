@@ -39,6 +39,9 @@ __all__ = ['ForkingWorker', 'Horse', 'Worker']
 class Worker(BaseWorker):
     """RQ's default worker: a fresh forked work horse per job."""
 
+    runs_jobs_concurrently = True  # concurrency > 1: up to N horses at once (horses.py)
+    runs_jobs_in_process = False  # only the horse deserializes a job's payload (security.restore_sealed)
+
     # The horse raises JobTimeoutException itself when the timeout passes (SIGALRM, as in RQ). A horse
     # still running this many seconds later (a job stuck in C code) is killed by the worker, as in RQ.
     horse_kill_grace = HORSE_KILL_GRACE
@@ -64,6 +67,7 @@ class Worker(BaseWorker):
         self._settings: horse.HorseSettings | None = None
         self._job_module = ''  # the module of the last job's function, by name
         self._horse_reported = False  # whether the last horse reported its job (else it died, or was stopped)
+        self._reported_func_name: tuple[str, str | None] = ('', None)  # (job id, its function) for webhooks
 
     @property
     def horse_pid(self) -> int:
@@ -108,13 +112,20 @@ class Worker(BaseWorker):
         else:
             self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
 
+    def _finish(self, *args: Any, **kwargs: Any) -> engine.Claim:
+        try:
+            return super()._finish(*args, **kwargs)
+        finally:
+            self._pool.recorded()  # the horse standing by may exit
+
     def _send_job(self, work_horse: Horse, claim: engine.Claim) -> None:
-        message = pickle.dumps((claim.job_id, claim.raw, claim.started_at), protocol=pickle.HIGHEST_PROTOCOL)
+        job = (claim.job_id, claim.raw, claim.started_at, claim.queue or '', claim.execution_id)
+        message = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             horse.write_message(work_horse.job_fd, message)
         except BrokenPipeError:  # the horse died just now: watching it tells how
             pass
-        self._pool.close(work_horse.job_fd)
+        self._pool.ack_after_record.append(work_horse.job_fd)  # closed, with a byte, once the outcome is recorded
         work_horse.job_fd = -1
 
     def _forget_horse(self) -> None:
@@ -143,6 +154,10 @@ class Worker(BaseWorker):
                 self.queue_class.DEFAULT_TIMEOUT,
                 stand_in=self._stand_in(),
                 perform=functools.partial(perform_in_horse, self) if self._hooks_in_horse() else None,
+                worker_pid=os.getpid(),
+                default_result_ttl=self.default_result_ttl,
+                disable_default_exception_handler=self.disable_default_exception_handler,
+                policy=self.job_policy,
             )
         return self._settings
 
@@ -167,11 +182,13 @@ class Worker(BaseWorker):
 
     def _outcome(self, job: Job, pid: int, end: reports.HorseEnd, timeout: int, now: datetime | None) -> Outcome:
         self._horse_reported = end.report is not None
+        self._reported_func_name = (job.id, None)
         if end.report is not None:
             report = horse.decode_report(end.report)
             self._job_module = report.module
+            self._reported_func_name = (job.id, report.func_name or None)
             if report.kind == OutcomeKind.FAILURE:
-                self._log_exception(job, report.exc_string)
+                self._log_exception(job, report.exc_string, report.func_name)
             return reports.reported_outcome(job, report)
         job.ended_at = job.last_heartbeat = clock(now)()
         if self._stopped_job_id == job.id:
@@ -185,6 +202,11 @@ class Worker(BaseWorker):
         self.log.warning('Worker %s: job %s failed (%s)', self.name, job.id, exc_string.strip())
         self.handle_work_horse_killed(job, pid, end.status, end.rusage)
         return Outcome(OutcomeKind.FAILURE, exc_string=exc_string)
+
+    def _webhook_func_name(self, job: Job) -> str | None:
+        """From the horse's report: this process never deserializes the job's data (None if it sent none)."""
+        reported_for, func_name = self._reported_func_name
+        return func_name if reported_for == job.id else None
 
     def run_stopped_callback(self, job: Job) -> None:
         """The job's on_stopped callback runs in the worker, under its own timeout, as in RQ."""
@@ -209,8 +231,14 @@ class Worker(BaseWorker):
             killed = bool(pid) and kill_group(pid, sig)
         if killed:
             self.log.info('Worker %s: killed horse pid %s', self.name, pid)
+        concurrent = self._concurrent
+        if concurrent is not None and concurrent.horses is not None:  # every horse, at concurrency > 1
+            concurrent.horses.kill_all(sig)
 
     def stop_job(self, job_id: str) -> None:
+        if self._concurrent is not None:
+            self._concurrent.stop_job(job_id)
+            return
         self._stopped_job_id = job_id
         self.kill_horse()
 

@@ -34,8 +34,10 @@ from ..execution import fail_job, run_exception_handlers, run_job
 from ..imports import import_attribute
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
+from ..security import is_sealed
 from ..status import WorkerStatus
 from .finishing import clock
+from .signals import ColdShutdown
 
 HOOKS = ('execute_job', 'perform_job', 'handle_job_success', 'handle_job_failure')
 _RQFAST_WORKER = __name__.rpartition('.')[0]
@@ -166,7 +168,7 @@ class JobHooks:
                 return None
             moved = self._waiter_for().wait(max(1, int(left + 0.999)))
         self._in_flight[claim.job_id or ''] = claim
-        job, poison = self._load_job(claim)
+        job, poison = self._load_job(claim, in_process=True)  # the caller performs it here
         if poison is not None:
             self._finish(job, claim, poison, False)
             return None
@@ -180,7 +182,9 @@ class JobHooks:
         timeout = self.queue_class.DEFAULT_TIMEOUT
         try:
             return run_job(job, self.death_penalty_class, self._exc_handlers, default_timeout=timeout, clock=clock(now))
-        except (SystemExit, KeyboardInterrupt):  # the job exited: a failure, as in RQ
+        except ColdShutdown:  # the worker's own stop: the job is failed with it, and the worker stops
+            raise
+        except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
             return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers, clock(now))
 
     def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
@@ -255,12 +259,16 @@ class JobHooks:
                     'Worker %s: job %s result will never expire, clean up result key manually', self.name, job.id
                 )
 
-    def _log_exception(self, job: Job, exc_string: str) -> None:
+    def _log_exception(self, job: Job, exc_string: str, func_name: str = '') -> None:
+        """RQ's error line; `func_name`: the horse's word for it (a worker process never deserializes the call)."""
+        extra: dict[str, Any] = {'func': func_name}
         try:
-            func_name = job.func_name
-            extra = {'func': func_name, 'arguments': job.args, 'kwargs': job.kwargs}
+            if not is_sealed(job):
+                func_name = job.func_name
+                extra = {'func': func_name, 'arguments': job.args, 'kwargs': job.kwargs}
         except Exception:  # a job whose data cannot be read
             func_name, extra = '<DeserializationError>', {}
+        func_name = func_name or '<not loaded in the worker>'
         extra.update({'queue': job.origin, 'job_id': job.id})
         self.log.error(
             'Worker %s: job %s: exception raised while executing (%s)\n%s',

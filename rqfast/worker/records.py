@@ -7,6 +7,7 @@ reading workers back is plain single commands, as RQ's `Worker.all()` and `find_
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Callable
@@ -17,8 +18,9 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import engine, keys, scripts
+from .. import engine, keys, workerscripts
 from ..dates import now, utcformat, utcparse
+from ..defaults import JOB_HEARTBEAT_GRACE
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
@@ -79,12 +81,12 @@ def write_birth(
         **about,
         'state': WorkerStatus.STARTED.value,
     }
-    if not scripts.register_worker(connection, name, 'birth', ttl, utcformat(moment), queues, fields):
+    if not workerscripts.register_worker(connection, name, 'birth', ttl, utcformat(moment), queues, fields):
         raise ValueError(f'There exists an active worker named {name!r} already')
 
 
 def write_death(connection: Redis, name: str, moment: datetime, queues: list[str]) -> None:
-    scripts.register_worker(connection, name, 'death', DEATH_TTL, utcformat(moment), queues)
+    workerscripts.register_worker(connection, name, 'death', DEATH_TTL, utcformat(moment), queues)
 
 
 def write_heartbeat(
@@ -95,9 +97,15 @@ def write_heartbeat(
     job_ttl: int,
     working_time: str,
     in_flight: list[tuple[str, str, str]],
-) -> bool:
-    """Refresh the hash and every job in flight (id, queue, execution id); True when rq:suspended is set."""
-    return scripts.heartbeat(connection, name, ttl, engine._times(moment), job_ttl, working_time, in_flight)
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> tuple[bool, list[str]]:
+    """Refresh the hash and every job in flight (id, queue, execution id), fenced on each execution.
+
+    Returns (whether rq:suspended is set, ids of the jobs in flight this worker no longer owns).
+    """
+    return workerscripts.heartbeat(
+        connection, name, ttl, engine._times(moment), job_ttl, working_time, in_flight, grace
+    )
 
 
 def write_state(connection: Redis, name: str, state: WorkerStatus) -> None:
@@ -122,6 +130,16 @@ def write_current_job(connection: Any, name: str, job_id: str | None) -> None:
 def read_current_job_id(connection: Redis, name: str) -> str | None:
     value = connection.hget(keys.worker_key(name), 'current_job')
     return as_text(value) if value else None
+
+
+def read_indexed_job_id(connection: Redis, name: str) -> str | None:
+    """A running job of an RQ 3.0 worker, which keeps no current_job: the first member of its
+    executions index whose execution hash still exists (RQ 3.0's reader skips the others too)."""
+    for member in sorted(as_text(m) for m in connection.smembers(keys.worker_executions_key(name))):
+        job_id, _, execution_id = member.rpartition(':')
+        if connection.exists(keys.execution_key(job_id, execution_id)):
+            return job_id
+    return None
 
 
 def read_date(connection: Redis, name: str, field: str) -> datetime | None:
@@ -196,6 +214,8 @@ class WorkerRecords:
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
     queue_names: Callable[[], list[str]]
+    heartbeat_grace: int
+    log: logging.Logger
 
     def register_birth(self) -> None:
         self.birth_date = self.last_heartbeat = now()
@@ -219,9 +239,18 @@ class WorkerRecords:
         started = self._job_started_monotonic
         working = repr(time.monotonic() - started) if in_flight and started is not None else ''
         ttl = self.worker_ttl + 60 if not in_flight else self.job_monitoring_interval + 60
-        return write_heartbeat(
-            self.connection, self.name, ttl, moment, self.job_monitoring_interval + 60, working, in_flight
+        job_ttl = self.job_monitoring_interval + self.heartbeat_grace
+        suspended, lost = write_heartbeat(
+            self.connection, self.name, ttl, moment, job_ttl, working, in_flight, self.heartbeat_grace
         )
+        for job_id in lost:
+            self.log.warning(
+                "Worker %s: job %s is no longer this worker's (its execution ended: recovered or claimed "
+                'again elsewhere); its outcome will not be recorded',
+                self.name,
+                job_id,
+            )
+        return suspended
 
     def get_state(self) -> str:
         return self._state.value
@@ -233,7 +262,9 @@ class WorkerRecords:
     state = property(get_state, set_state)
 
     def get_current_job_id(self, pipeline: Any = None) -> str | None:
-        return read_current_job_id(pipeline if pipeline is not None else self.connection, self.name)
+        if pipeline is not None:
+            return read_current_job_id(pipeline, self.name)
+        return read_current_job_id(self.connection, self.name) or read_indexed_job_id(self.connection, self.name)
 
     def set_current_job_id(self, job_id: str | None = None, pipeline: Any = None) -> None:
         """RQ's: the claim script sets current_job in rqfast's loop; this is for code that drives a worker by hand."""

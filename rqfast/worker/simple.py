@@ -12,6 +12,8 @@ from .base import BaseWorker
 
 
 class SimpleWorker(BaseWorker):
+    runs_jobs_concurrently = True  # concurrency > 1: plain functions on threads, coroutines on one event loop
+
     def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
         outcome = self._run(job, now)
         if outcome.kind is OutcomeKind.FAILURE:
@@ -21,3 +23,9 @@ class SimpleWorker(BaseWorker):
     def execute_job(self, job: Job, queue: Any) -> None:
         """RQ's: the job runs here, through perform_job (only called when a subclass overrides a hook)."""
         self.perform_job(job, queue)
+
+    def stop_job(self, job_id: str) -> None:
+        """At concurrency > 1 the job stops (its thread left to end, its task cancelled); else ignored, as in RQ."""
+        concurrent = self._concurrent
+        if concurrent is not None:
+            concurrent.stop_job(job_id)

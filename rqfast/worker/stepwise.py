@@ -16,6 +16,7 @@ from redis import Redis
 
 from .. import keys
 from ..dates import now, utcformat
+from ..defaults import HEARTBEAT_GRACE
 from ..executions import Execution, heartbeat_ttl, prepare_execution
 from ..job import Job
 from ..status import JobStatus, WorkerStatus
@@ -81,6 +82,7 @@ class Stepwise:
             self.get_heartbeat_ttl(job),
             '',
             [(job.id, job.origin, execution_id)],
+            HEARTBEAT_GRACE,  # RQ's, on RQ's by-hand path
         )
 
     def cleanup_execution(self, job: Job, pipeline: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -17,13 +18,15 @@ from typing import Any
 from redis import Redis
 
 from ..dates import now
+from ..defaults import RECOVERY_INTERVAL
 
 logger = logging.getLogger('rqfast.worker')
 
 
 def heartbeat_interval(job_monitoring_interval: int, worker_ttl: int) -> float:
-    """Twice per monitoring interval (and per half worker TTL), so one lost beat costs nothing."""
-    return max(1.0, min(job_monitoring_interval, worker_ttl / 2) / 2)
+    """Three times per monitoring interval (and per half worker TTL): a running job's heartbeat TTL is
+    the interval plus JOB_HEARTBEAT_GRACE, so two lost beats in a row cost nothing."""
+    return max(1.0, min(job_monitoring_interval, worker_ttl / 2) / 3)
 
 
 class Upkeep:
@@ -33,11 +36,23 @@ class Upkeep:
         self.name = name  # the worker's, for the log and the threads
         self.stopped = threading.Event()
 
-    def start(self, heartbeat: Callable[[], Any], every: float, maintain: Callable[[], None], interval: int) -> None:
-        """Beat every `every` seconds; maintain now and every `interval` seconds (at least 1)."""
+    def start(
+        self,
+        heartbeat: Callable[[], Any],
+        every: float,
+        maintain: Callable[[], None],
+        interval: int,
+        recover: Callable[[], None] | None = None,
+        recovery_interval: float = RECOVERY_INTERVAL,
+    ) -> None:
+        """Beat every `every` seconds; maintain now and every `interval` seconds (at least 1); between
+        two maintenance passes, `recover` (abandoned jobs only) every `recovery_interval` seconds."""
         threading.Thread(target=self._beat, args=(heartbeat, every), name='rqfast-heartbeat', daemon=True).start()
         threading.Thread(
-            target=self._maintain, args=(maintain, max(1, interval)), name='rqfast-maintenance', daemon=True
+            target=self._maintain,
+            args=(maintain, max(1, interval), recover, max(0.5, recovery_interval)),
+            name='rqfast-maintenance',
+            daemon=True,
         ).start()
 
     def stop(self) -> None:
@@ -50,10 +65,21 @@ class Upkeep:
             except Exception as exc:  # a lost connection must not kill the heartbeat thread
                 logger.warning('Worker %s: heartbeat failed: %s', self.name, exc)
 
-    def _maintain(self, maintain: Callable[[], None], interval: int) -> None:
+    def _maintain(
+        self, maintain: Callable[[], None], interval: int, recover: Callable[[], None] | None, every: float
+    ) -> None:
         maintain()  # at start, as RQ does, without delaying the worker's start
-        while not self.stopped.wait(interval):
-            maintain()
+        last = time.monotonic()
+        tick = min(float(interval), every) if recover is not None else float(interval)
+        while not self.stopped.wait(tick):
+            if time.monotonic() - last >= interval - 0.01 or recover is None:
+                maintain()
+                last = time.monotonic()
+            else:
+                try:
+                    recover()
+                except Exception as exc:  # a lost connection must not kill the maintenance thread
+                    logger.warning('Worker %s: recovery pass failed: %s', self.name, exc)
 
 
 class Duties:
@@ -72,6 +98,7 @@ class Duties:
     worker_ttl: int
     job_monitoring_interval: int
     maintenance_interval: int
+    job_policy: Any
     _exc_handlers: list[Callable[..., Any]]
     queue_names: Callable[[], list[str]]
     heartbeat: Callable[[], bool]
@@ -82,8 +109,22 @@ class Duties:
         """Start the heartbeat and maintenance threads; stop() the answer at teardown."""
         upkeep = Upkeep(self.name)
         every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)
-        upkeep.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval)
+        recover = self.recover_abandoned_jobs
+        upkeep.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval, recover)
         return upkeep
+
+    def recover_abandoned_jobs(self) -> None:
+        """The cheap pass between two maintenance passes: only the abandoned jobs of this worker's queues
+        (one script call, no lock: each is recorded fenced on its started-registry entry, so once)."""
+        from ..maintenance import recover_abandoned
+
+        recover_abandoned(
+            self.connection,
+            self.queue_names(),
+            serializer=self.serializer,
+            exception_handlers=self._exc_handlers,
+            job_class=self.job_class,
+        )
 
     @property
     def should_run_maintenance_tasks(self) -> bool:
@@ -102,6 +143,7 @@ class Duties:
             serializer=self.serializer,
             exception_handlers=self._exc_handlers,
             job_class=self.job_class,
+            policy=self.job_policy,
         )
         self.last_cleaned_at = now()
 

@@ -9,13 +9,34 @@ intermediate list or the started registry.
 
 from __future__ import annotations
 
+import logging
 import select
+import time
 from typing import Any
 
 from redis import Redis
 
-from .. import keys, scripts
+from .. import keys, workerscripts
 from ..text import as_text
+
+
+def idle_wait(dequeue_timeout: int, idle_since: float, max_idle_time: int | None) -> int | None:
+    """Seconds an idle worker blocks for a job now; None once max_idle_time has passed."""
+    if max_idle_time is None:
+        return dequeue_timeout
+    left = max_idle_time - (time.monotonic() - idle_since)
+    if left <= 0:
+        return None
+    return max(1, min(dequeue_timeout, int(left + 0.999)))
+
+
+def log_dropped(log: logging.Logger, name: str, claim: Any) -> None:
+    """What a claim popped and could not run: ids without a job hash, ids moved to rq:dead-letter:<q>."""
+    for job_id in claim.dropped:
+        log.warning('Worker %s: dropped job id %s: it has no job hash', name, job_id)
+    for queue, job_id, reason in claim.dead_lettered:
+        where = keys.dead_letter_key(queue)
+        log.error('Worker %s: job id %r cannot be run (%s); moved aside to %s', name, job_id, reason, where)
 
 
 class Waiter:
@@ -97,5 +118,5 @@ class Waiter:
             return None
         moved.sort(key=lambda pair: self.queues.index(pair[0]))
         if len(moved) > 1:
-            scripts.return_jobs(self.connection, moved[1:])
+            workerscripts.return_jobs(self.connection, moved[1:])
         return moved[0]

@@ -1,0 +1,65 @@
+-- finish_jobs.lua: record the outcomes of several jobs one worker ran at once and claim up to k
+-- more, in one call (a worker with concurrency > 1; with no outcome it is a claim of up to k).
+-- Each outcome is written by finish_job.lua itself: rqfast/scriptload.py sends that script's body
+-- before this one, wrapped as the function finish_one(args), so what an outcome writes (and every
+-- fence on it) is finish_job.lua's alone. Each outcome is passed to it with no worker name and no
+-- claim; the worker's own writes (its counters, its RQ 3.0 executions index, its state and current
+-- job) are made here.
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
+-- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] heartbeat grace (s),
+-- ARGV[8] most ids without a job hash to drop, ARGV[9] longest usable job id, ARGV[10] worker
+-- idle TTL (s), ARGV[11] a job of this worker still running after these outcomes ("" for none:
+-- with nothing claimed either, the worker goes idle)
+-- ARGV[12] n outcomes, then per outcome: job id, execution id, worker counter to increment (or
+--   ""), working time (s), m, then finish_job.lua's ARGV[2] to ARGV[m + 1] (worker name "", claim "0")
+-- then: k, k new execution ids (one per job to claim: up to k are claimed, in queue order),
+--   n queues, queue names...
+-- Returns: {recorded (per outcome: 1, or 0 when a fence held it off), claims (each {job id, queue,
+--   job hash as flat HGETALL before the claim}), dropped ids (no job hash), 1 if <prefix>suspended
+--   is set else 0, dead-lettered ids (flat: queue, id, reason, ...)}
+
+local finish_one = _finish_one
+local r = argv_reader(2)
+local w = r.next()
+local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
+c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
+c.max_id_len = tonumber(r.next())
+local idle_ttl, still_running = r.next(), r.next()
+local n = tonumber(r.next())
+local recorded = {}
+local wkey = K.worker(w)
+for j = 1, n do
+  local id, x, counter, working_time = r.next(), r.next(), r.next(), r.next()
+  local args = r.list()
+  table.insert(args, 1, PREFIX)
+  local reply = finish_one(args)
+  local ok = reply[7] == nil and 1 or reply[7]  -- (finish_job.lua without a fence answers no flag)
+  recorded[j] = ok
+  if x ~= '' then redis.call('SREM', K.worker_executions(w), id .. ':' .. x) end
+  if ok == 1 then
+    if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
+    redis.call('HINCRBYFLOAT', wkey, 'total_working_time', working_time)
+  end
+end
+local xs = r.list()
+local queues = r.list()
+
+local claims, dropped, dead, suspended = {}, {}, {}, 0
+for _, x in ipairs(xs) do
+  local claim = claim_next(queues, w, x, c)
+  for _, id in ipairs(claim[4]) do dropped[#dropped + 1] = id end
+  for _, v in ipairs(claim[6] or {}) do dead[#dead + 1] = v end
+  if claim[5] == 1 then suspended = 1 end
+  if not claim[1] then break end
+  claims[#claims + 1] = {claim[1], claim[2], claim[3]}
+end
+if #claims == 0 then
+  if still_running ~= '' then
+    redis.call('HSET', wkey, 'state', 'busy', 'current_job', still_running)
+  else
+    set_worker_idle(w, c, idle_ttl)
+  end
+end
+return {recorded, claims, dropped, suspended, dead}

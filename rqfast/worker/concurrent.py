@@ -1,0 +1,404 @@
+"""The work loop of a worker with concurrency > 1: up to N jobs in flight in one process.
+
+One thread (the worker's own) does all the Redis work; the jobs run on slots.py's threads (plain
+functions) or its event loop (`async def` functions), and report back here. A turn of the loop:
+wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE finish_jobs call records
+every outcome that came in meanwhile and claims as many jobs as slots are free. A job is claimed
+only for a free slot, and is started (started registry, execution, status, the worker busy) by
+the same call that claims it, so RQ's readers see it started at once. Under load several outcomes
+share a call, so a busy worker makes fewer round trips than jobs.
+
+Timeouts: an async job is cancelled at its timeout (JobTimeoutException, by its own task); a
+thread cannot be killed, so a thread job past its timeout is failed here at its deadline with
+JobTimeoutException, its slot given to the next job, and its thread's late report dropped (its
+execution has ended: a late finish would not be recorded). A stop-job ends a job the same way
+(STOPPED). A warm shutdown claims nothing more and waits for the jobs in flight; a cold shutdown
+fails them, each with the reason named, in one call.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+import traceback
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from .. import dates, engine
+from ..backoff import Backoff
+from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
+from ..exceptions import StopRequested
+from ..execution import fail_job, run_job, run_job_async
+from ..job import Job
+from ..outcome import Outcome, OutcomeKind
+from ..status import WorkerStatus
+from ..timeouts import JobTimeoutException, NoDeathPenalty, UnixSignalDeathPenalty
+from .horses import Horses
+from .signals import ColdShutdown
+from .slots import Done, EventLoop, Running, Threads, claimed_timeout, is_async
+from .waiting import idle_wait
+
+if TYPE_CHECKING:
+    from .base import BaseWorker
+
+STOP = object()  # a stop-job request on the report queue: (STOP, job id)
+COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
+STOPPED = 'rqfast: job stopped by a stop-job command while it ran on a thread or the event loop\n'
+
+
+class Concurrent:
+    """The loop of one worker running up to `size` jobs at once."""
+
+    coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
+
+    def __init__(self, worker: BaseWorker, size: int) -> None:
+        self.worker = worker
+        self.size = size
+        self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
+        self.running: dict[str, Running] = {}  # by execution id
+        self.threads = Threads(worker.name, self._report)
+        self.events: EventLoop | None = None
+        self.backoff = Backoff()
+        self._events_lock = threading.Lock()
+        self.started = 0
+        # a forking or spawn worker's jobs run in horses of their own (horses.py)
+        self.horses = None if worker.runs_jobs_in_process else Horses(worker)
+        penalty = worker.death_penalty_class
+        # SIGALRM reaches only the main thread: on the job threads the loop enforces the timeout
+        self.penalty = NoDeathPenalty if issubclass(penalty, UnixSignalDeathPenalty) else penalty
+
+    def _report(self, token: object, outcome: Outcome) -> None:
+        self.reports.put((token, outcome))
+
+    def stop_job(self, job_id: str) -> None:
+        """A stop-job command (from the command thread): the loop ends the job."""
+        self.reports.put((STOP, job_id))
+
+    # --- the loop
+
+    def work(self, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> int:
+        """Run jobs until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; jobs started."""
+        worker = self.worker
+        idle_since = time.monotonic()
+        poll_at: float | None = 0.0  # when to look at the queues again for free slots (0: now)
+        # The loop thread gets the GIL back from the job threads sooner after each Redis call
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, CONCURRENT_SWITCH_INTERVAL))
+        try:
+            while True:
+                poll_at = self._turn(burst, max_jobs, poll_at or 0.0)
+                if poll_at is None:
+                    break
+                if self.running:
+                    idle_since = time.monotonic()
+                    continue
+                if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
+                    break
+                if poll_at == 0.0:
+                    continue  # the last claim filled every slot, and those jobs ended already
+                if not self._wait_idle(burst, idle_since, max_idle_time):
+                    break
+                poll_at = 0.0
+        except BaseException as exc:
+            reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
+            self._fail_all(reason)
+            raise
+        finally:
+            sys.setswitchinterval(switch)
+            self.threads.close()
+            if self.events is not None:
+                self.events.close()
+        return self.started
+
+    def _turn(self, burst: bool, max_jobs: int | None, poll_at: float) -> float | None:
+        """Record what ended and claim for the free slots (one call); the next poll time, None to stop."""
+        worker = self.worker
+        ended = self._collect(self._wait(poll_at))
+        free = self._free(max_jobs)
+        claim = free if time.monotonic() >= poll_at else 0
+        if not ended and not claim:
+            return poll_at
+        batch = self._record(ended, claim)
+        for next_claim in batch.claims:
+            self._start(next_claim)
+        worker._log_dropped(engine.Claim(dropped=batch.dropped, dead_lettered=batch.dead_lettered))
+        if claim and len(batch.claims) < claim and not batch.dropped:
+            poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
+        elif batch.claims:
+            poll_at = 0.0
+        if batch.suspended and not self.running:
+            if burst:
+                worker.log.info('Worker %s: suspended in burst mode, exiting', worker.name)
+                return None
+            worker._wait_while_suspended()
+        return poll_at
+
+    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
+        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
+        worker = self.worker
+        if burst:
+            worker.log.info('Worker %s: done, quitting', worker.name)
+            return False
+        wait = idle_wait(worker.dequeue_timeout, idle_since, max_idle_time)
+        if wait is None:
+            worker.log.info('Worker %s: idle for %d seconds, quitting', worker.name, max_idle_time)
+            return False
+        try:
+            moved = worker._interruptibly(worker._waiter_for().wait, wait)
+            if moved is not None:
+                first = worker._claim(moved)
+                if first:
+                    self._start(first)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            delay = self.backoff.next()
+            worker.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', worker.name, exc, delay)
+            worker._interruptibly(time.sleep, delay)
+        else:
+            self.backoff.reset()
+        return True
+
+    def _free(self, max_jobs: int | None) -> int:
+        if self.worker._stop_requested:
+            return 0
+        free = self.size - len(self.running)
+        if max_jobs is not None:
+            free = min(free, max_jobs - self.started)
+        return max(0, free)
+
+    def _wait(self, poll_at: float) -> float | None:
+        """Seconds to wait for a report: until the next poll (with a free slot) or the nearest deadline."""
+        if not self.running:
+            return 0.0
+        now = time.monotonic()
+        moments = [r.deadline for r in self.running.values() if r.deadline is not None]
+        if len(self.running) < self.size and not self.worker._stop_requested:
+            moments.append(poll_at)
+        if not moments:
+            return 1.0  # (a stop request is looked at every second)
+        return max(0.0, min(min(moments) - now, 1.0))
+
+    def _collect(self, wait: float | None) -> list[tuple[Running, Done]]:
+        """The jobs that ended: reported (waiting up to `wait` s for the first), past their deadline, stopped."""
+        ended: list[tuple[Running, Done]] = []
+        try:
+            item = self.reports.get(timeout=wait) if wait else self.reports.get_nowait()
+            while True:
+                self._take(item, ended)
+                item = self.reports.get_nowait()
+        except queue.Empty:
+            pass
+        if ended and self.running and self.coalesce:  # jobs started together end together: one call records them all
+            time.sleep(0)  # (the job threads that are ending get the GIL to say so)
+            try:
+                while True:
+                    self._take(self.reports.get_nowait(), ended)
+            except queue.Empty:
+                pass
+        now = time.monotonic()
+        for execution_id, running in list(self.running.items()):
+            if running.deadline is not None and now >= running.deadline:
+                del self.running[execution_id]
+                ended.append((running, self._done(running, self._timed_out(running))))
+        return ended
+
+    def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
+        token, value = item
+        if token is STOP and self.horses is not None:
+            self.horses.stop(str(value))  # its horse is killed; its watcher reports the job stopped
+            return
+        if token is STOP:
+            for execution_id, running in list(self.running.items()):
+                if running.claim.job_id == value:
+                    del self.running[execution_id]
+                    ended.append((running, self._done(running, self._stopped(running))))
+            return
+        found = self.running.pop(str(token), None)
+        if found is not None:  # else a late report: the job was failed at its deadline, or stopped
+            ended.append((found, value))
+
+    # --- starting a job: the loop only hands the claim over; its thread loads, runs and plans it
+
+    def _start(self, claim: engine.Claim) -> None:
+        worker = self.worker
+        worker._queue_order.claimed_from(claim.queue or '')
+        worker._in_flight[claim.job_id or ''] = claim
+        worker._state = WorkerStatus.BUSY
+        if worker._job_started_monotonic is None:
+            worker._job_started_monotonic = time.monotonic()
+        self.started += 1
+        timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
+        running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
+        self.running[claim.execution_id] = running
+        self.threads.submit(claim.execution_id, lambda: self._prepare_and_run(running))
+
+    def _prepare_and_run(self, running: Running) -> Done | None:
+        """On a job thread: load the job, run it (or hand it to the event loop), plan its record."""
+        try:
+            return self._load_and_run(running)
+        except Exception:  # (a log handler, a plan that failed twice...): the job fails, the slot is freed
+            return self._done(running, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()))
+
+    def _load_and_run(self, running: Running) -> Done | None:
+        worker, claim = self.worker, running.claim
+        try:
+            job, poison = worker._load_job(claim)
+        except Exception:
+            job = worker._placeholder_job(claim.job_id or '', claim.queue or '')
+            poison = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+        running.job = job
+        if poison is not None:
+            return self._done(running, poison)
+        worker._log_start(job, claim.queue or '')
+        default = worker.queue_class.DEFAULT_TIMEOUT
+        if self.horses is not None:
+            running.deadline = None  # its horse times out by itself, and its watcher kills it after a grace
+            outcome, stopped = self.horses.execute(job, claim)
+            return self._done(running, outcome, stopped)
+        if is_async(job):
+            running.deadline = None  # its task times out by itself
+            with self._events_lock:
+                if self.events is None:
+                    self.events = EventLoop(worker.name, self._report)
+            broken = lambda: self._done(running, self._broken(running))  # noqa: E731
+            running.task = self.events.submit(claim.execution_id, self._run_async(running, default), broken)
+            return None  # the event loop reports it
+        try:
+            outcome = run_job(job, self.penalty, worker._exc_handlers, default_timeout=default)
+        except BaseException:  # a SystemExit from a job fails it, as in RQ; the thread goes on
+            outcome = fail_job(job, sys.exc_info(), self.penalty, worker._exc_handlers)
+        return self._done(running, outcome)
+
+    async def _run_async(self, running: Running, default_timeout: int) -> Done:
+        assert running.job is not None
+        outcome = await run_job_async(running.job, self.worker._exc_handlers, default_timeout=default_timeout)
+        return self._done(running, outcome)
+
+    def _done(self, running: Running, outcome: Outcome, stopped: bool = False) -> Done:
+        """How the job ended and the Plan recording it (made where it ran, off the loop's path)."""
+        worker, job = self.worker, self._job_of(running)
+        if outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
+            worker._log_exception(job, outcome.exc_string)  # (as SimpleWorker.execute logs it)
+        return Done(outcome, worker._plan(job, running.claim, outcome, stopped, dates.now()))
+
+    # --- how a job ended, when it did not say
+
+    def _job_of(self, running: Running) -> Job:
+        if running.job is None:  # not loaded yet
+            claim = running.claim
+            running.job = self.worker._placeholder_job(claim.job_id or '', claim.queue or '')
+        return running.job
+
+    def _timed_out(self, running: Running) -> Outcome:
+        job = self._job_of(running)
+        message = f'Task exceeded maximum timeout value ({running.timeout} seconds)'
+        self.worker.log.warning('Worker %s: job %s failed: %s (its thread runs on)', self.worker.name, job.id, message)
+        try:
+            raise JobTimeoutException(message)
+        except JobTimeoutException:
+            return fail_job(job, sys.exc_info(), self.penalty, self.worker._exc_handlers)
+
+    def _stopped(self, running: Running) -> Outcome:
+        job = self._job_of(running)
+        if running.task is not None:
+            running.task.cancel()
+        job.ended_at = job.last_heartbeat = dates.now()
+        self.worker.log.warning('Worker %s: job %s stopped by user', self.worker.name, job.id)
+        try:
+            job.execute_stopped_callback(self.penalty)
+        except Exception:
+            self.worker.log.exception('Job %s: error while executing stopped callback', job.id)
+        return Outcome(OutcomeKind.STOPPED, exc_string=STOPPED)
+
+    def _broken(self, running: Running) -> Outcome:
+        """An async job's task that ended with no outcome (cancelled, or a BaseException got out)."""
+        job = self._job_of(running)
+        job.ended_at = job.last_heartbeat = dates.now()
+        return Outcome(OutcomeKind.FAILURE, exc_string=f'rqfast: the task of job {job.id} ended without an outcome\n')
+
+    # --- recording
+
+    def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
+        """One finish_jobs call: every outcome in `ended`, and up to `claim` jobs claimed."""
+        worker = self.worker
+        outcomes = []
+        for running, done in ended:
+            job, job_claim = self._job_of(running), running.claim
+            working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
+            outcomes.append(engine.Ended(job.id, job_claim.queue or '', job_claim.execution_id, done.plan, working))
+            worker._in_flight.pop(job_claim.job_id or '', None)
+        still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
+        backoff = Backoff()
+        while True:
+            try:
+                batch = engine.finish_jobs(
+                    worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still, moment=now
+                )
+                break
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                delay = backoff.next()
+                worker.log.error(
+                    'Worker %s: could not record %d job(s): %s; retrying in %.0f s',
+                    worker.name,
+                    len(outcomes),
+                    exc,
+                    delay,
+                )
+                time.sleep(delay)
+                claim = 0
+        if self.horses is not None:
+            self.horses.recorded()  # the horses standing by after their report may exit
+        for (running, done), recorded in zip(ended, batch.recorded, strict=True):
+            self._account(self._job_of(running), done, recorded)
+        if not self.running and not batch.claims:
+            worker._state = WorkerStatus.IDLE
+            worker._job_started_monotonic = None
+        return batch
+
+    def _account(self, job: Job, done: Done, recorded: bool) -> None:
+        worker, outcome = self.worker, done.outcome
+        if not recorded:
+            worker.log.warning(
+                'Worker %s: job %s ended, but its execution had ended: nothing recorded', worker.name, job.id
+            )
+            return
+        if job.webhooks:
+            worker._send_webhooks(job, outcome, done.plan)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            worker.successful_job_count += 1
+        else:
+            worker.failed_job_count += 1
+        if job.ended_at and job.started_at:
+            worker.total_working_time += (job.ended_at - job.started_at).total_seconds()
+        worker._log_outcome(job, outcome)
+
+    def _fail_all(self, reason: str) -> None:
+        """A cold shutdown: every job in flight fails, with the reason, in one call."""
+        if not self.running:
+            return
+        now = dates.now()
+        ended = []
+        for running in self.running.values():
+            job = self._job_of(running)
+            job.ended_at = job.last_heartbeat = now
+            ended.append((running, self._done(running, Outcome(OutcomeKind.FAILURE, exc_string=reason))))
+        self.running.clear()
+        try:
+            self._record(ended, 0, now)
+        except Exception as exc:
+            self.worker.log.error('Worker %s: could not record the jobs in flight: %s', self.worker.name, exc)
+
+
+def work_concurrently(worker: BaseWorker, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> bool:
+    """BaseWorker.work() at concurrency > 1, once the worker is started: True if any job ran."""
+    concurrent = worker._concurrent = Concurrent(worker, worker.concurrency)
+    try:
+        return concurrent.work(burst, max_jobs, max_idle_time) > 0
+    except StopRequested:
+        return concurrent.started > 0
+    finally:
+        worker._concurrent = None
+        worker.teardown()

@@ -1,0 +1,136 @@
+"""Where a worker with concurrency > 1 runs its jobs: a pool of threads and one event loop.
+
+Plain functions run on `Threads` (one thread per job in flight, kept for the next job); `async def`
+functions run as tasks of the one event loop of `EventLoop`, on a thread of its own. Neither talks
+to Redis: each hands back how its job ended by calling `report(token, outcome)`, and the worker's
+loop (concurrent.py) records it. A thread cannot be killed: one whose job outlived its timeout, or
+was stopped, is left to end on its own and its late report is dropped by the loop; a fresh thread
+takes its place, so the worker still has its N slots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import queue
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .. import engine
+from ..job import Job
+from ..outcome import Outcome
+from ..text import as_text
+from ..timeouts import parse_timeout
+
+Report = Callable[[object, Any], None]
+
+
+@dataclass
+class Running:
+    """A job in flight: its claim, the job, when its time is up, its task (an async job's)."""
+
+    claim: engine.Claim
+    job: Job | None  # set by its thread once loaded
+    deadline: float | None  # monotonic; a thread job is failed here (an async job times out by itself)
+    timeout: int
+    task: Any = None
+
+
+class Done(NamedTuple):
+    """A job's report: how it ended, and the Plan recording it."""
+
+    outcome: Outcome
+    plan: engine.Plan
+
+
+class Threads:
+    """Threads that each run one job at a time; a new one starts when none is free."""
+
+    def __init__(self, name: str, report: Report) -> None:
+        self.name = name  # the worker's, for the threads' names
+        self.report = report
+        self._work: queue.SimpleQueue[tuple[object, Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._free = 0
+        self._started = 0
+
+    def submit(self, token: object, run: Callable[[], Any]) -> None:
+        """Run `run` on a free thread; what it returns is reported (None: nothing to report)."""
+        with self._lock:
+            if self._free > 0:
+                self._free -= 1
+            else:
+                self._started += 1
+                thread = threading.Thread(target=self._serve, name=f'rqfast-job-{self._started}', daemon=True)
+                thread.start()
+        self._work.put((token, run))
+
+    def _serve(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            token, run = item
+            try:
+                done = run()
+                if done is not None:
+                    self.report(token, done)
+            finally:
+                with self._lock:
+                    self._free += 1
+
+    def close(self) -> None:
+        """Ends the free threads (one still running a job ends with it: they are daemons)."""
+        with self._lock:
+            free, self._free = self._free, 0
+        for _ in range(free):
+            self._work.put(None)
+
+
+class EventLoop:
+    """One asyncio event loop on a thread of its own, running every `async def` job of the worker."""
+
+    def __init__(self, name: str, report: Report) -> None:
+        self.report = report
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=f'rqfast-loop-{name}', daemon=True)
+        self.thread.start()
+
+    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> Future[Any]:
+        """Run the coroutine as a task and report what it returns; `broken()` is reported instead when
+        it ends with no answer (cancelled, or a BaseException got out of it)."""
+        future = asyncio.run_coroutine_threadsafe(run, self.loop)
+
+        def done(finished: Future[Any]) -> None:
+            if finished.cancelled() or finished.exception() is not None:
+                self.report(token, broken())
+            else:
+                self.report(token, finished.result())
+
+        future.add_done_callback(done)
+        return future
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def is_async(job: Job) -> bool:
+    try:
+        func = job.func
+    except Exception:  # it fails on the thread, where its error is recorded
+        return False
+    return inspect.iscoroutinefunction(func)  # (an async callable object runs on a thread, in asyncio.run)
+
+
+def claimed_timeout(claim: engine.Claim, default: int) -> int:
+    """The job's timeout, read from its claimed hash (its thread loads the rest)."""
+    try:
+        return parse_timeout(as_text(claim.raw.get(b'timeout') or b'')) or default
+    except Exception:  # loading the job fails it with the reason
+        return default

@@ -1,0 +1,190 @@
+"""The worker's scripts: claim a job, finish one (or a batch) and claim the next, register a
+worker, heartbeat it and its jobs in flight, put back jobs it moved. A typed wrapper per script is
+the only Python that knows its ARGV order (scripts.py holds the others: enqueueing, admin, RQ's
+rq.scripts functions).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .defaults import JOB_HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RESULTS_MAXLEN
+from .scriptload import script
+from .text import as_text
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+
+def claim_job(
+    connection: Redis,
+    worker_name: str,
+    times: list[Any],
+    monitoring_interval: int,
+    idle_ttl: int,
+    execution_id: str,
+    moved_id: str,
+    moved_queue: str,
+    queues: list[str],
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> list[Any]:
+    """See lua/claim_job.lua: {job id, queue, job hash (flat), dropped ids, suspended, dead-lettered}."""
+    args = [
+        worker_name,
+        *times,
+        monitoring_interval,
+        grace,
+        MAX_DROPPED_PER_CLAIM,
+        idle_ttl,
+        execution_id,
+        moved_id,
+        moved_queue,
+        MAX_JOB_ID_LENGTH,
+        len(queues),
+        *queues,
+    ]
+    return script('claim_job')(connection, args)  # type: ignore[no-any-return]
+
+
+def finish_job(
+    connection: Redis,
+    worker_name: str,
+    times: list[Any],
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    plan: Any,
+    working_time: float,
+    claim_next: bool,
+    monitoring_interval: int,
+    idle_ttl: int,
+    next_execution_id: str,
+    queues: list[str],
+    fence: str = '',
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> list[Any]:
+    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job.
+
+    With a `fence` (a started-registry member), only while that member and the job's started status hold.
+    """
+    args = _outcome_args(worker_name, times, job_id, queue, execution_id, fence, plan, working_time)
+    args.extend(_claim_tail(claim_next, monitoring_interval, grace, idle_ttl, next_execution_id, queues))
+    return script('finish_job')(connection, args)  # type: ignore[no-any-return]
+
+
+def _outcome_args(
+    worker_name: str,
+    times: list[Any],
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    fence: str,
+    plan: Any,
+    working_time: float,
+) -> list[Any]:
+    """finish_job.lua's ARGV[2] up to its result stream fields: one outcome."""
+    args: list[Any] = [
+        worker_name,
+        *times,
+        job_id,
+        queue,
+        execution_id,
+        fence,
+        plan.registry,
+        plan.registry_score,
+        plan.job_ttl,
+        plan.release_as,
+        plan.put_back,
+        plan.schedule_score,
+        plan.counter,
+        repr(float(working_time)),
+        plan.stream_ttl,
+        RESULTS_MAXLEN,
+        len(plan.fields),
+    ]
+    for name, value in plan.fields.items():
+        args.extend((name, value))
+    args.append(len(plan.stream))
+    for name, value in plan.stream.items():
+        args.extend((name, value))
+    return args
+
+
+def _claim_tail(
+    claim_next: bool, monitoring_interval: int, grace: int, idle_ttl: int, execution_id: str, queues: list[str]
+) -> list[Any]:
+    """finish_job.lua's ARGV after the outcome: the next claim."""
+    tail = [int(claim_next), monitoring_interval, grace, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, idle_ttl]
+    return [*tail, execution_id, len(queues), *queues]
+
+
+def finish_jobs(
+    connection: Redis,
+    worker_name: str,
+    times: list[Any],
+    outcomes: list[tuple[str, str, str, Any, float]],
+    monitoring_interval: int,
+    idle_ttl: int,
+    still_running: str,
+    execution_ids: list[str],
+    queues: list[str],
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> list[Any]:
+    """See lua/finish_jobs.lua: records each (job id, queue, execution id, plan, working time) as
+    finish_job does, claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
+    args: list[Any] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
+    args.extend((MAX_JOB_ID_LENGTH, idle_ttl, still_running, len(outcomes)))
+    for job_id, queue, execution_id, plan, working_time in outcomes:
+        one = _outcome_args('', times, job_id, queue, execution_id, '', plan, working_time)
+        one.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
+        args.extend((job_id, execution_id, plan.counter, repr(float(working_time)), len(one)))
+        args.extend(one)
+    args.extend((len(execution_ids), *execution_ids, len(queues), *queues))
+    return script('finish_jobs')(connection, args)  # type: ignore[no-any-return]
+
+
+def register_worker(
+    connection: Redis,
+    name: str,
+    what: str,
+    ttl: int,
+    now_text: str,
+    queues: list[str],
+    fields: dict[str, Any] | None = None,
+) -> bool:
+    """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
+    args: list[Any] = [name, what, ttl, now_text, len(queues), *queues]
+    if fields is not None:
+        args.append(len(fields))
+        for key, value in fields.items():
+            args.extend((key, value))
+    return bool(script('register_worker')(connection, args))
+
+
+def heartbeat(
+    connection: Redis,
+    name: str,
+    worker_ttl: int,
+    times: list[Any],
+    job_ttl: int,
+    working_time: str,
+    jobs: list[tuple[str, str, str]],
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> tuple[bool, list[str]]:
+    """Heartbeat the worker and its jobs in flight (id, queue, execution id).
+
+    Returns (whether rq:suspended is set, ids of the jobs in flight whose execution is gone: fenced off).
+    """
+    args: list[Any] = [name, worker_ttl, *times, job_ttl, grace, working_time, len(jobs)]
+    for job in jobs:
+        args.extend(job)
+    suspended, lost = script('heartbeat')(connection, args)
+    return bool(suspended), [as_text(job_id) for job_id in lost]
+
+
+def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
+    """Put (queue, id) pairs moved into intermediate lists back at the head of their queues."""
+    args: list[Any] = []
+    for queue, job_id in moved:
+        args.extend((queue, job_id))
+    return int(script('return_jobs')(connection, args))

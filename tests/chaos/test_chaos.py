@@ -1,0 +1,220 @@
+"""The chaos suite: faults during a few thousand jobs, and what every job became.
+
+Bounded for CI (a few minutes); `RQFAST_CHAOS_SOAK=1` (or `make soak`) runs the longer soak. Each test
+prints its counts (see the "chaos counts" section of pytest's summary) and fails on any job lost, stuck
+started, finished twice, run more than 1 + retry.max times, or failed without a reason, and on any
+worker that exits without being told to.
+
+- kills: SIGKILLs of random workers (parents) and horses of all three classes, with default heartbeat
+  and recovery settings, so the bound it measures is the default one: every job a kill left behind
+  leaves `started` within 60 s of the kill;
+- redis: redis-server SIGKILLed and restarted (AOF, appendfsync always) during work, outages of 1-10 s;
+- poison: the poison corpus through every class;
+- a SIGSTOPped worker woken after its job was recovered elsewhere: tests/test_fencing.py.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+try:
+    import fleet
+    import soak
+except ImportError:  # tests/ became a package
+    from tests import fleet  # type: ignore[no-redef]
+    from tests.chaos import soak  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.timeout(900)
+
+RECOVERY_BOUND = 60.0  # seconds: the README's promise, with default settings
+
+
+@pytest.fixture
+def server() -> Iterator[fleet.KillableRedis]:
+    killable = fleet.KillableRedis()
+    killable.start()
+    yield killable
+    killable.close()
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    path = tmp_path / 'marks'
+    path.mkdir()
+    return path
+
+
+def test_sigkills_of_workers_and_horses(server: fleet.KillableRedis, tmp_path: Path, marks: Path) -> None:
+    rng = random.Random(11)
+    conn = redis.Redis.from_url(server.url)
+    jobs = soak.enqueue(conn, marks, soak.scale(2000, 12000), rng, max_seconds=0.15)
+    crew = soak.Fleet(server.url, tmp_path)
+    recovery = soak.Recovery(conn)
+    try:
+        for worker_class in soak.CLASSES * 2:
+            crew.start(worker_class)
+        kills = soak.scale(30, 120)
+        parent_kills_of_forking: set[str] = set()
+        spacing = soak.scale(1.0, 2.0)
+        for _ in range(kills):
+            time.sleep(spacing * rng.uniform(0.5, 1.5))
+            crew.check_exits()
+            candidates = [w for w in crew.alive() if conn.hget(w.process.key, 'state') == b'busy']
+            if not candidates:
+                continue
+            victim = rng.choice(candidates)
+            horses = crew.horses(victim) if victim.worker_class != 'SimpleWorker' else []
+            if horses and rng.random() < 0.5:
+                what = f'{victim.worker_class} horse'
+                recovery.before_kill(victim.process.name, what)
+                try:
+                    fleet_kill(rng.choice(horses))
+                except ProcessLookupError:
+                    continue
+            else:
+                what = f'{victim.worker_class} worker'
+                job_id = conn.hget(victim.process.key, 'current_job')
+                recovery.before_kill(victim.process.name, what)
+                victim.process.signal(signal.SIGKILL)
+                victim.killed = True
+                if victim.worker_class != 'SimpleWorker' and job_id:
+                    parent_kills_of_forking.add(job_id.decode())
+                crew.start(victim.worker_class)  # as a supervisor would
+            crew.kills[what] += 1
+        last_kill = time.monotonic()
+        done = soak.wait_terminal(conn, jobs.ids, last_kill + RECOVERY_BOUND + soak.scale(180, 900), crew)
+        crew.check_exits()
+        recovery.stop()
+        result = soak.account(conn, marks, jobs)
+        longest, gone, left = recovery.bound()
+        soak.REPORTS.append(result.line('kills') + f'; kills {dict(crew.kills)}')
+        soak.REPORTS.append(
+            f'kills: recovery bound with default settings: longest {longest:.1f} s from a kill to its job leaving '
+            f'started ({gone} jobs held by killed processes, {left} never left); slowest {recovery.slowest()}'
+        )
+        assert done == len(jobs.ids), result.problems[:20]
+        assert not result.problems, result.problems[:20]
+        assert result.counts['lost'] == result.counts['stuck'] == 0
+        assert left == 0 and longest <= RECOVERY_BOUND, recovery.slowest()
+        assert not (result.completed_then_abandoned & parent_kills_of_forking), 'a parent-only kill lost an outcome'
+        assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+        assert not crew.stop_all()
+    finally:
+        recovery.stop()
+        crew.close()
+        conn.close()
+
+
+def fleet_kill(pid: int) -> None:
+    import os
+
+    os.kill(pid, signal.SIGKILL)
+
+
+def test_redis_server_killed_and_restarted(server: fleet.KillableRedis, tmp_path: Path, marks: Path) -> None:
+    rng = random.Random(12)
+    conn = redis.Redis.from_url(server.url, socket_timeout=5)
+    jobs = soak.enqueue(conn, marks, soak.scale(800, 3000), rng, max_seconds=0.3)
+    crew = soak.Fleet(server.url, tmp_path)
+    outages = []
+    try:
+        for worker_class in soak.CLASSES * 2:
+            crew.start(worker_class)
+        for restart in range(soak.scale(5, 15)):
+            time.sleep(rng.uniform(2, 4))
+            crew.check_exits()
+            outage = [1.0, 3.0, 10.0, 5.0, 7.0][restart % 5] if not soak.SOAK else rng.uniform(1, 10)
+            server.kill()
+            time.sleep(outage)
+            crew.check_exits()
+            server.start()
+            outages.append(outage)
+        done = soak.wait_terminal(conn, jobs.ids, time.monotonic() + soak.scale(240, 900), crew)
+        crew.check_exits()
+        result = soak.account(conn, marks, jobs)
+        soak.REPORTS.append(result.line('redis restarts') + f'; outages (s) {[round(o, 1) for o in outages]}')
+        assert done == len(jobs.ids), result.problems[:20]
+        assert not result.problems, result.problems[:20]
+        # no process was killed: every job ran once and finished once
+        assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert result.counts['ran_twice_or_more'] == 0, result.counts
+        assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+        assert not crew.stop_all()
+    finally:
+        crew.close()
+        conn.close()
+
+
+BAD_IDS = ['a:b c', 'x:y', '*', 'z' * 600, '']
+
+
+def _poison_corpus(conn: redis.Redis, marks: Path, worker_class: str) -> dict[str, str]:
+    """Enqueue the corpus; returns {job id: what it is}."""
+    from rqfast import Queue
+
+    q = Queue('q', connection=conn)
+    made: dict[str, str] = {}
+
+    def add(what: str, job: object) -> None:
+        made[job.id] = what  # type: ignore[attr-defined]
+
+    bad_field = q.enqueue('chaos_jobs.mark', str(marks), 0)
+    conn.hset(bad_field.key, 'retries_left', 'abc')
+    add('unreadable field', bad_field)
+    undecodable = q.enqueue('chaos_jobs.mark', str(marks), 0)
+    conn.hset(undecodable.key, 'data', b'\x00not a pickle')
+    add('undecodable data', undecodable)
+    add('missing function', q.enqueue('chaos_jobs.no_such_function'))
+    add('missing module', q.enqueue('no_such_module_for_chaos.f'))
+    add('huge arguments', q.enqueue('chaos_jobs.poison', str(marks), 'none', 'x' * (5 << 20)))
+    for kind in ('unpicklable', 'bad_repr_result', 'bad_str_exception', 'close_connection'):
+        add(kind, q.enqueue('chaos_jobs.poison', str(marks), kind))
+    outcomes = ['exit', 'keyboard', 'base', 'cancelled', 'raise']
+    if worker_class != 'SimpleWorker':  # os._exit in a SimpleWorker's job ends the worker's own process
+        outcomes.append('os_exit')
+    for outcome in outcomes:
+        add(outcome, q.enqueue('chaos_jobs.mark', str(marks), 0, outcome))
+    conn.set('rq:job:not-a-hash', 'a string')
+    conn.rpush(q.key, 'not-a-hash', *BAD_IDS)
+    return made
+
+
+@pytest.mark.parametrize('worker_class', soak.CLASSES)
+def test_poison_corpus(redis_conn: redis.Redis, redis_url: str, tmp_path: Path, marks: Path, worker_class: str) -> None:
+    from rqfast import Queue
+    from rqfast.job import Job
+
+    made = _poison_corpus(redis_conn, marks, worker_class)
+    sentinel = Queue('q', connection=redis_conn).enqueue('chaos_jobs.mark', str(marks), 0)
+    worker = fleet.WorkerProcess(
+        redis_url, {'class': worker_class, 'work': {'burst': True}}, tmp_path / f'{worker_class}.log'
+    )
+    try:
+        assert worker.wait(120) == 0, worker.log()[-5000:]
+    finally:
+        worker.stop()
+    counts = {'finished': 0, 'failed_visibly': 0}
+    for job_id, what in made.items():
+        status = redis_conn.hget(f'rq:job:{job_id}', 'status')
+        if status == b'finished':
+            counts['finished'] += 1
+            continue
+        assert status == b'failed', (what, status)
+        latest = Job.fetch(job_id, connection=redis_conn).latest_result()
+        assert latest is not None and latest.exc_string, what
+        counts['failed_visibly'] += 1
+    assert redis_conn.hget(sentinel.key, 'status') == b'finished'
+    assert redis_conn.type('rq:job:not-a-hash') == b'string'
+    assert sorted(k.decode() for k in redis_conn.hkeys('rq:dead-letter:q')) == sorted(BAD_IDS)
+    assert redis_conn.zcard('rq:wip:q') == 0 and redis_conn.llen('rq:queue:q') == 0
+    soak.REPORTS.append(
+        f'poison ({worker_class}): {len(made)} jobs: finished={counts["finished"]}, '
+        f'failed_visibly={counts["failed_visibly"]}, lost=0, stuck=0; dead-lettered ids={len(BAD_IDS)}; worker exit 0'
+    )
