@@ -25,7 +25,6 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .connections import REDIS_RUNTIME_CONNECTION_KWARGS, build_pool, sentinel_recipe
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
@@ -139,6 +138,8 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
     None when it cannot be rebuilt (an exotic pool); `picklable`: as bytes, for a spawned child, so
     that reading its settings does not import redis-py.
     """
+    from .connections import REDIS_RUNTIME_CONNECTION_KWARGS, sentinel_recipe  # the worker's side
+
     pool = connection.connection_pool
     kwargs = {
         key: value
@@ -157,6 +158,8 @@ def _build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
     client_class, pool_class, connection_class, kwargs, sentinel = (
         pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
     )
+    from .connections import build_pool  # here: a child whose job never uses Redis does not import it
+
     pool = build_pool(pool_class, connection_class, kwargs, sentinel)
     if client is None:
         return client_class(connection_pool=pool)
