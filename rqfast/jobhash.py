@@ -275,17 +275,17 @@ def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]]
     return attrgetter(*[f.attribute for f in written]), [(f.name, f.codec.write, f.codec.none) for f in written]
 
 
-_WRITES = {  # by (include_meta, include_result)
-    (True, True): _writes(()),
-    (True, False): _writes(('result', 'exc_info')),
-    (False, True): _writes(('meta',)),
-    (False, False): _writes(('meta', 'result', 'exc_info')),
-}
+# By (include_meta, include_result), each made when first used: a spawned child that only reads its job makes none.
+_WRITES: dict[tuple[bool, bool], tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]] = {}
 
 
 def job_fields(job: JobRecord, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
     """The full hash RQ's `Job.save()` writes, field for field."""
-    get_values, writes = _WRITES[(include_meta, include_result)]
+    table = _WRITES.get((include_meta, include_result))
+    if table is None:
+        left_out = (() if include_meta else ('meta',)) + (() if include_result else ('result', 'exc_info'))
+        table = _WRITES[(include_meta, include_result)] = _writes(left_out)
+    get_values, writes = table
     stored: dict[str, Any] = {}
     for (name, write, none), value in zip(writes, get_values(job), strict=True):
         if value is None and none is not WRITE:
