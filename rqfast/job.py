@@ -318,11 +318,9 @@ class Job(JobRun):
         return Result.fetch_latest(self, serializer=self.serializer, timeout=timeout)
 
     def return_value(self, refresh: bool = False) -> Any:
-        from .results import Result
-
         if refresh or not self._cached_result:
             self._cached_result = self.latest_result()
-        if self._cached_result and self._cached_result.type == Result.Type.SUCCESSFUL:
+        if self._cached_result and self._cached_result.type == self._cached_result.Type.SUCCESSFUL:
             return self._cached_result.return_value
         return None
 
@@ -338,10 +336,8 @@ class Job(JobRun):
 
     @property
     def exc_info(self) -> str | None:
-        from .results import Result
-
         latest = self.latest_result()
-        if latest and latest.type == Result.Type.FAILED:
+        if latest and latest.type == latest.Type.FAILED:
             return latest.exc_string
         return self._exc_info
 
