@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # redis-py is imported where a connection is used: a horse imports this module without it
@@ -107,3 +108,39 @@ def get_version(connection: Redis) -> tuple[int, int, int]:
     found = (version[0], version[1], version[2])
     setattr(connection, _VERSION_ATTRIBUTE, found)
     return found
+
+
+def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...] | bytes | None:
+    """How to build a client like `connection` on a pool of its own (RQ's parse_connection), in a horse.
+
+    None when it cannot be rebuilt (an exotic pool); `picklable`: as bytes, for a spawned child, so
+    that reading its settings does not import redis-py.
+    """
+    pool = connection.connection_pool
+    kwargs = {
+        key: value
+        for key, value in pool.connection_kwargs.items()
+        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and key != 'connection_pool' and type(value) is not object
+    }
+    recipe = (type(connection), type(pool), pool.connection_class, kwargs, sentinel_recipe(pool))
+    try:
+        build_client(recipe)  # a throwaway: it connects to nothing
+        return pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL) if picklable else recipe
+    except Exception:
+        return None
+
+
+def build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
+    """A client from client_recipe()'s answer; given `client` (a horse's LazyClient), that object becomes it."""
+    client_class, pool_class, connection_class, kwargs, sentinel = (
+        pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
+    )
+    pool = build_pool(pool_class, connection_class, kwargs, sentinel)
+    if client is None:
+        return client_class(connection_pool=pool)
+    _set_class(client, client_class)
+    client_class.__init__(client, connection_pool=pool)
+    return client
+
+
+_set_class = object.__dict__['__class__'].__set__  # assigns __class__ past LazyClient's property

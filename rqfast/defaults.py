@@ -8,7 +8,6 @@ number below is written twice.
 from __future__ import annotations
 
 import os
-import re
 
 # --- RQ 2.12's rq.defaults, same names and values (the class paths name rqfast's classes)
 
@@ -38,7 +37,8 @@ UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
 # RQ 3.0's key prefix: read from the environment once, at import, as RQ 3.0 does; every key and pub/sub
 # channel name (rqfast.keys, the Lua scripts' K table) starts with it and a colon.
 RQ_KEY_PREFIX = os.environ.get('RQ_KEY_PREFIX', 'rq')
-if not re.fullmatch(r'[A-Za-z0-9_.:{}-]+', RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
+_KEY_PREFIX_CHARS = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:{}-')
+if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
     raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
 
 # --- rqfast's own

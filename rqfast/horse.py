@@ -25,7 +25,6 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .connections import REDIS_RUNTIME_CONNECTION_KWARGS, build_pool, sentinel_recipe
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
@@ -49,18 +48,26 @@ _HEADER = struct.Struct('!Q')
 _BUILD_LOCK = threading.Lock()
 
 
-@dataclass
 class Report:
-    """What a horse sends back: the Outcome, with the return value already serialized, and its times."""
+    """What a horse sends back: the Outcome, with the return value already serialized, and its times.
 
-    kind: str  # 'success', 'retry' or 'failure'
-    value: Any = None  # success: the serializer's bytes (None for None); retry: the Retry
-    exc_string: str = ''
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    last_heartbeat: datetime | None = None
-    module: str = ''  # where the job's function lives: the next horse may import it while it waits
-    func_name: str = ''  # the job's function, for the worker's log (the worker never deserializes the call)
+    A plain class (a dataclass's generated methods would cost every spawned child's import).
+    """
+
+    def __init__(
+        self,
+        kind: str,  # 'success', 'retry' or 'failure'
+        value: Any = None,  # success: the serializer's bytes (None for None); retry: the Retry
+        exc_string: str = '',
+        started_at: datetime | None = None,
+        ended_at: datetime | None = None,
+        last_heartbeat: datetime | None = None,
+        module: str = '',  # where the job's function lives: the next horse may import it while it waits
+        func_name: str = '',  # the job's function, for the worker's log (the worker never deserializes the call)
+    ) -> None:
+        self.kind, self.value, self.exc_string = kind, value, exc_string
+        self.started_at, self.ended_at, self.last_heartbeat = started_at, ended_at, last_heartbeat
+        self.module, self.func_name = module, func_name
 
 
 # --- messages
@@ -133,41 +140,6 @@ def decode_report(data: bytes) -> Report:
 # redis-py at all.
 
 
-def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...] | bytes | None:
-    """How to build a client like `connection` on a pool of its own (RQ's parse_connection).
-
-    None when it cannot be rebuilt (an exotic pool); `picklable`: as bytes, for a spawned child, so
-    that reading its settings does not import redis-py.
-    """
-    pool = connection.connection_pool
-    kwargs = {
-        key: value
-        for key, value in pool.connection_kwargs.items()
-        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and key != 'connection_pool' and type(value) is not object
-    }
-    recipe = (type(connection), type(pool), pool.connection_class, kwargs, sentinel_recipe(pool))
-    try:
-        _build_client(recipe)  # a throwaway: it connects to nothing
-        return pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL) if picklable else recipe
-    except Exception:
-        return None
-
-
-def _build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
-    client_class, pool_class, connection_class, kwargs, sentinel = (
-        pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
-    )
-    pool = build_pool(pool_class, connection_class, kwargs, sentinel)
-    if client is None:
-        return client_class(connection_pool=pool)
-    _set_class(client, client_class)
-    client_class.__init__(client, connection_pool=pool)
-    return client
-
-
-_set_class = object.__dict__['__class__'].__set__  # assigns __class__ past LazyClient's property
-
-
 class LazyClient:
     """The job's connection until first used; then it turns into the real client, class and all.
 
@@ -181,7 +153,9 @@ class LazyClient:
         with _BUILD_LOCK:  # two threads of a job may reach for it at once
             recipe = self.__dict__.pop('_recipe', None)
             if recipe is not None:
-                _build_client(recipe, self)
+                from .connections import build_client  # here: a child whose job never uses Redis does not import it
+
+                build_client(recipe, self)
 
     def __getattr__(self, name: str) -> Any:  # only for attributes the instance lacks
         self._become_client()
@@ -299,12 +273,12 @@ def flush_stdio() -> None:
 # --- a horse waiting for its job
 
 
-@dataclass
+@dataclass(repr=False, eq=False)  # never printed nor compared: fewer methods generated in every child
 class HorseSettings:
     """What a horse needs from its worker; a spawned child gets it pickled when it starts."""
 
     worker_name: str
-    client: tuple[Any, ...] | bytes | None  # client_recipe(); None: the job uses the worker's client
+    client: tuple[Any, ...] | bytes | None  # connections.client_recipe(); None: the job uses the worker's client
     job_class: Any
     serializer: Any
     death_penalty_class: Any
@@ -390,18 +364,6 @@ def _load_job(
     job.worker_name = settings.worker_name
     job.started_at = job.last_heartbeat = started_at
     return job
-
-
-def stand_in_job(job_class: Any, connection: Any, serializer: Any) -> dict[bytes, bytes]:
-    """The hash of a job that calls len(()): what a forked horse runs to warm up."""
-    from .job import Job
-
-    job = Job.create('builtins.len', args=((),), connection=connection, serializer=serializer, timeout=60)
-    return {
-        key.encode(): value if isinstance(value, bytes) else str(value).encode()
-        for key, value in job.to_dict().items()
-        if value is not None
-    }
 
 
 def warm_up(settings: HorseSettings, connection: Any) -> None:

@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from . import keys, scripts
+from . import keys
 from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-from .enqueueing import enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .jobhash import job_fields, restore_job
 from .jobrun import JobRun, running_job
@@ -29,7 +28,6 @@ from .jobspec import (
     parse_job_id,
     validate_job_id,
 )
-from .results import Result
 from .status import JobStatus
 from .text import as_text
 from .types import FunctionReferenceType, JobDependencyType
@@ -38,6 +36,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from .registry import BaseRegistry
+    from .results import Result
 
 __all__ = [
     'CALLBACK_TIMEOUT',
@@ -149,6 +148,8 @@ class Job(JobRun):
 
     def register_dependency(self, pipeline: Any = None) -> None:
         """Into the deferred registry of its queue and its dependencies' dependents sets (one script call)."""
+        from . import scripts  # here, as in the methods below: a horse running a job imports no script
+
         moment = epoch_seconds(now())
         scripts.register_dependency(self.connection, self.id, self.origin, moment, self._dependency_ids, pipeline)
 
@@ -251,6 +252,8 @@ class Job(JobRun):
         """
         if pipeline is not None and self.is_canceled:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
+        from . import scripts
+
         moment = now()
         outcome = scripts.cancel_job(
             self.connection,
@@ -276,6 +279,8 @@ class Job(JobRun):
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
+        from .enqueueing import enqueue_record, store_jobs
+
         store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
         return self
 
@@ -284,10 +289,14 @@ class Job(JobRun):
         if ttl == 0:
             self.delete(pipeline=pipeline, remove_from_queue=remove_from_queue)
         elif ttl is not None and ttl > 0:
+            from . import scripts
+
             scripts.expire_job(self.connection, self.id, ttl, pipeline)
 
     def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
+        from . import scripts
+
         scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents, pipeline=pipeline)
 
     def delete_dependents(self, pipeline: Any = None) -> None:
@@ -299,15 +308,19 @@ class Job(JobRun):
     # --- results
 
     def results(self) -> list[Result]:
+        from .results import Result  # here, as below: a horse reads no result
+
         return Result.all(self, serializer=self.serializer)
 
     def latest_result(self, timeout: int = 0) -> Result | None:
+        from .results import Result
+
         return Result.fetch_latest(self, serializer=self.serializer, timeout=timeout)
 
     def return_value(self, refresh: bool = False) -> Any:
         if refresh or not self._cached_result:
             self._cached_result = self.latest_result()
-        if self._cached_result and self._cached_result.type == Result.Type.SUCCESSFUL:
+        if self._cached_result and self._cached_result.type == self._cached_result.Type.SUCCESSFUL:
             return self._cached_result.return_value
         return None
 
@@ -324,7 +337,7 @@ class Job(JobRun):
     @property
     def exc_info(self) -> str | None:
         latest = self.latest_result()
-        if latest and latest.type == Result.Type.FAILED:
+        if latest and latest.type == latest.Type.FAILED:
             return latest.exc_string
         return self._exc_info
 
@@ -354,6 +367,8 @@ class Job(JobRun):
     ) -> None:
         """RQ's step for a job that returned a Retry (the worker's finish script does it for the jobs it
         runs): a RETRIED result, one more retry counted, then onto `queue` or scheduled, all in `pipeline`."""
+        from .results import Result
+
         Result.create_retried(
             self, self.failure_ttl, retry, worker_name, execution_id, execution_started_at, execution_ended_at, pipeline
         )

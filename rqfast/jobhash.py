@@ -21,7 +21,6 @@ from .exceptions import NoSuchJobError
 from .status import JobStatus
 from .text import as_text
 from .timeouts import parse_timeout
-from .webhook import Webhook
 
 __all__ = [
     'HASH_FIELDS',
@@ -143,6 +142,8 @@ def _write_webhooks(job: Any, value: list[Any]) -> str | None:
 
 def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
     """Webhook objects, as RQ reads them; RQ logs and drops webhooks it cannot read."""
+    from .webhook import Webhook  # here: a job without webhooks (a spawned child's usual one) never imports it
+
     try:
         return [Webhook.from_dict(data) for data in json.loads(as_text(stored))]
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -181,14 +182,14 @@ def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None
     return field(default=default, metadata={'codec': codec})
 
 
-@dataclass(eq=False)
+@dataclass(init=False, repr=False, eq=False)  # JobSpec has its own: generating them would cost every child's import
 class JobRecord:
     """Every field of RQ's `rq:job:<id>` hash, as the Job handle holds it in memory (Job subclasses this).
 
     The hash field is the attribute's name without its leading underscore: an attribute is private
     where RQ's Job reads it through a method (`get_status()`, `return_value()`, `exc_info`,
-    `success_callback`...). Fields are in the order RQ's Job.to_dict writes them. Job does not call
-    the generated __init__: it sets only the per-instance values (`created_at`, `meta`, `webhooks`,
+    `success_callback`...). Fields are in the order RQ's Job.to_dict writes them. Job has no
+    generated __init__: it sets only the per-instance values (`created_at`, `meta`, `webhooks`,
     `_dependency_ids`) and reads every other default from the class, which keeps construction cheap
     on the worker's hot path.
     """
@@ -274,17 +275,17 @@ def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]]
     return attrgetter(*[f.attribute for f in written]), [(f.name, f.codec.write, f.codec.none) for f in written]
 
 
-_WRITES = {  # by (include_meta, include_result)
-    (True, True): _writes(()),
-    (True, False): _writes(('result', 'exc_info')),
-    (False, True): _writes(('meta',)),
-    (False, False): _writes(('meta', 'result', 'exc_info')),
-}
+# By (include_meta, include_result), each made when first used: a spawned child that only reads its job makes none.
+_WRITES: dict[tuple[bool, bool], tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]] = {}
 
 
 def job_fields(job: JobRecord, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
     """The full hash RQ's `Job.save()` writes, field for field."""
-    get_values, writes = _WRITES[(include_meta, include_result)]
+    table = _WRITES.get((include_meta, include_result))
+    if table is None:
+        left_out = (() if include_meta else ('meta',)) + (() if include_result else ('result', 'exc_info'))
+        table = _WRITES[(include_meta, include_result)] = _writes(left_out)
+    get_values, writes = table
     stored: dict[str, Any] = {}
     for (name, write, none), value in zip(writes, get_values(job), strict=True):
         if value is None and none is not WRITE:

@@ -23,7 +23,6 @@ from .jobhash import JobRecord
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .timeouts import parse_timeout
-from .webhook import checked_webhooks
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -189,6 +188,8 @@ class JobSpec(JobRecord):
                 setattr(job, f'_{kind}_callback_name', callback.name)
                 setattr(job, f'_{kind}_callback_timeout', callback.timeout)
         if webhooks:
+            from .webhook import checked_webhooks
+
             job.webhooks = checked_webhooks(webhooks)
         job.description = description or job.get_call_string()
         job.result_ttl = parse_timeout(result_ttl)

@@ -11,7 +11,6 @@ imported only then: a horse whose worker lives imports none of it.
 from __future__ import annotations
 
 import os
-import select
 import time
 from datetime import datetime
 from typing import Any
@@ -36,6 +35,8 @@ def worker_recorded(job_fd: int, wait: float = HORSE_STANDBY) -> bool:
     job pipe). End of file instead: the worker died first, and the horse records the outcome itself
     (fenced: at most once). No word within `wait` seconds (the worker is retrying while Redis is
     down): the worker is left to record it."""
+    import select  # here: a horse whose worker does not stand it by never imports it
+
     poller = select.poll()
     poller.register(job_fd, select.POLLIN | select.POLLHUP)
     if not poller.poll(wait * 1000):

@@ -6,7 +6,6 @@ runs a job) and maintenance (which finds jobs whose worker is gone) produce them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -22,15 +21,17 @@ class OutcomeKind(str, Enum):
     ABANDONED = 'abandoned'  # its worker stopped heartbeating (maintenance): retried while it can, else failed
 
 
-@dataclass
 class Outcome:
-    """How a run ended: `value` is the return value (SUCCESS), the Retry (RETRY) or the field resets (POISON)."""
+    """How a run ended: `value` is the return value (SUCCESS), the Retry (RETRY) or the field resets (POISON).
 
-    kind: OutcomeKind
-    value: Any = None
-    exc_string: str = ''
-    exc_info: Any = None
+    A plain class, not a dataclass: generating its methods would cost every spawned child's import.
+    """
 
-    def __post_init__(self) -> None:
-        if type(self.kind) is not OutcomeKind:
-            self.kind = OutcomeKind(self.kind)
+    def __init__(self, kind: OutcomeKind | str, value: Any = None, exc_string: str = '', exc_info: Any = None) -> None:
+        self.kind = kind if type(kind) is OutcomeKind else OutcomeKind(kind)
+        self.value = value
+        self.exc_string = exc_string
+        self.exc_info = exc_info
+
+    def __repr__(self) -> str:
+        return f'Outcome({", ".join(f"{name}={value!r}" for name, value in vars(self).items())})'

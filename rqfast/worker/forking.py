@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import engine, horse
+from ..connections import client_recipe
 from ..defaults import HORSE_KILL_GRACE
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
@@ -146,7 +147,7 @@ class Worker(BaseWorker):
         if self._settings is None:
             self._settings = horse.HorseSettings(
                 self.name,
-                horse.client_recipe(self.connection),
+                client_recipe(self.connection),
                 self.job_class,
                 self.serializer,
                 self.death_penalty_class,
@@ -174,7 +175,7 @@ class Worker(BaseWorker):
         if cpus < 2:
             return None
         try:
-            return horse.stand_in_job(self.job_class, self.connection, self.serializer)
+            return stand_in_job(self.job_class, self.connection, self.serializer)
         except Exception:  # a serializer that cannot encode it: no warm-up
             return None
 
@@ -244,3 +245,13 @@ class Worker(BaseWorker):
 
 
 ForkingWorker = Worker
+
+
+def stand_in_job(job_class: Any, connection: Any, serializer: Any) -> dict[bytes, bytes]:
+    """The hash of a job that calls len(()): what a forked horse runs to warm up."""
+    job = Job.create('builtins.len', args=((),), connection=connection, serializer=serializer, timeout=60)
+    return {
+        key.encode(): value if isinstance(value, bytes) else str(value).encode()
+        for key, value in job.to_dict().items()
+        if value is not None
+    }

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from .. import horse
+from ..connections import client_recipe
 from .forking import Worker
 from .pool import Horse
 
@@ -131,7 +132,7 @@ class SpawnWorker(Worker):
 
     def _pickled_settings(self) -> bytes:
         if self._pickled is None:
-            client = horse.client_recipe(self.connection, picklable=True)
+            client = client_recipe(self.connection, picklable=True)
             if client is None:
                 self.log.warning(
                     'Worker %s: its Redis connection cannot be rebuilt in a child (a pool or an option '
