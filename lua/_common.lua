@@ -336,10 +336,25 @@ local function unusable_id(id, max_len)
   return nil
 end
 
+-- Worker `w` busy with the jobs it started (flat: id, execution id, ...; the last one its current
+-- job), as start_job leaves it: HSET and EXPIRE of its hash, its RQ 3.0 executions index.
+local function worker_started(w, started, ttl, c)
+  local wkey, members = K.worker(w), {}
+  for j = 1, #started, 2 do members[#members + 1] = started[j] .. ':' .. started[j + 1] end
+  redis.call('HSET', wkey, 'state', 'busy', 'current_job', started[#started - 1], 'current_job_working_time', 0,
+    'last_heartbeat', c.now_text)
+  redis.call('EXPIRE', wkey, ttl)
+  -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
+  -- hash's, as RQ 3.0 leaves it once its start transaction is done
+  redis.call('SADD', K.worker_executions(w), unpack(members))
+  redis.call('EXPIRE', K.worker_executions(w), ttl)
+end
+
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker
 -- does in its prepare steps: job fields and PERSIST, the execution hash and zset, the started
 -- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval,
--- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next).
+-- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next); with a list c.started,
+-- the worker's writes are left to the caller (worker_started), the id and execution id added to it.
 -- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash (or the key is
 -- not a hash) or no data.
 local function start_job(id, queue, w, x, c)
@@ -365,15 +380,11 @@ local function start_job(id, queue, w, x, c)
   redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
   redis.call('EXPIRE', K.executions(id), ttl + c.grace)
   redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
-  if w ~= '' then
-    local wkey = K.worker(w)
-    redis.call('HSET', wkey, 'state', 'busy', 'current_job', id, 'current_job_working_time', 0,
-      'last_heartbeat', c.now_text)
-    redis.call('EXPIRE', wkey, ttl)
-    -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
-    -- hash's, as RQ 3.0 leaves it once its start transaction is done
-    redis.call('SADD', K.worker_executions(w), id .. ':' .. x)
-    redis.call('EXPIRE', K.worker_executions(w), ttl)
+  if w ~= '' and c.started then
+    c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end
+    c.started[#c.started + 1] = x
+  elseif w ~= '' then
+    worker_started(w, {id, x}, ttl, c)
   end
   return job
 end
@@ -399,7 +410,10 @@ end
 --   dead-lettered ids (flat: queue, id, reason, ...)}.
 local function claim_next(queues, w, x, c)
   local dropped, dead = {}, {}
-  if redis.call('EXISTS', PREFIX .. 'suspended') == 1 then return {false, false, false, dropped, 1, dead} end
+  -- (c.unsuspended: an earlier claim of the same call found it unset)
+  if not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
+    return {false, false, false, dropped, 1, dead}
+  end
   for _, queue in ipairs(queues) do
     while true do
       local id = redis.call('LPOP', K.queue(queue))
