@@ -83,9 +83,12 @@ def _outcome_args(
     working_time: float,
 ) -> list[Any]:
     """finish_job.lua's ARGV[2] up to its result stream fields: one outcome."""
+    return [worker_name, *times, *_outcome_rest(job_id, queue, execution_id, fence, plan, working_time)]
+
+
+def _outcome_rest(job_id: str, queue: str, execution_id: str, fence: str, plan: Any, working_time: float) -> list[Any]:
+    """_outcome_args after the worker name and the times: what does not depend on the call."""
     args: list[Any] = [
-        worker_name,
-        *times,
         job_id,
         queue,
         execution_id,
@@ -118,11 +121,29 @@ def _claim_tail(
     return [*tail, execution_id, len(queues), *queues]
 
 
+def batch_outcome(
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    plan: Any,
+    working_time: float,
+    monitoring_interval: int,
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> tuple[list[Any], list[Any]]:
+    """One outcome's ARGV for finish_jobs, but the call's times (which go between the two lists).
+
+    Made where the job ran, so that the worker's loop thread only joins lists (finish_jobs)."""
+    rest = _outcome_rest(job_id, queue, execution_id, '', plan, working_time)
+    rest.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
+    # the outcome's own header, then finish_job.lua's ARGV from 2: count, worker name "" (times follow)
+    return [job_id, execution_id, plan.counter, repr(float(working_time)), 0, ''], rest
+
+
 def finish_jobs(
     connection: Redis,
     worker_name: str,
     times: list[Any],
-    outcomes: list[tuple[str, str, str, Any, float]],
+    outcomes: list[tuple[list[Any], list[Any]]],
     monitoring_interval: int,
     idle_ttl: int,
     still_running: str,
@@ -130,15 +151,16 @@ def finish_jobs(
     queues: list[str],
     grace: int = JOB_HEARTBEAT_GRACE,
 ) -> list[Any]:
-    """See lua/finish_jobs.lua: records each (job id, queue, execution id, plan, working time) as
-    finish_job does, claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
+    """See lua/finish_jobs.lua: records each outcome (made by batch_outcome) as finish_job does,
+    claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
     args: list[Any] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
     args.extend((MAX_JOB_ID_LENGTH, idle_ttl, still_running, len(outcomes)))
-    for job_id, queue, execution_id, plan, working_time in outcomes:
-        one = _outcome_args('', times, job_id, queue, execution_id, '', plan, working_time)
-        one.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
-        args.extend((job_id, execution_id, plan.counter, repr(float(working_time)), len(one)))
-        args.extend(one)
+    count = 1 + len(times)  # finish_job.lua's ARGV[2] and the times, before `rest`
+    for head, rest in outcomes:
+        head[4] = count + len(rest)
+        args.extend(head)
+        args.extend(times)
+        args.extend(rest)
     args.extend((len(execution_ids), *execution_ids, len(queues), *queues))
     return script('finish_jobs')(connection, args)  # type: ignore[no-any-return]
 
