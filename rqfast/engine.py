@@ -193,7 +193,7 @@ class Ended(NamedTuple):
     plan: Plan
     working_time: float
     # its ARGV for the call, made beforehand (ended()) where the job ran; None: made by finish_jobs
-    args: tuple[list[Any], list[Any]] | None = None
+    args: workerscripts.BatchOutcome | None = None
 
 
 def ended(
