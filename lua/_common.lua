@@ -38,12 +38,13 @@ local K = {
 }
 
 -- Sets the TTL of a job's hash and its two dependency sets, as RQ's Job.cleanup(ttl) does:
--- a positive ttl EXPIREs them; 0, -1 and nil leave them alone.
-local function expire_job_keys(id, ttl)
+-- a positive ttl EXPIREs them; 0, -1 and nil leave them alone. `no_dependents`: the caller found
+-- no dependents set in this call (its EXPIRE would be a no-op, and is left out).
+local function expire_job_keys(id, ttl, no_dependents)
   ttl = tonumber(ttl)
   if ttl and ttl > 0 then
     redis.call('EXPIRE', K.job(id), ttl)
-    redis.call('EXPIRE', K.dependents(id), ttl)
+    if not no_dependents then redis.call('EXPIRE', K.dependents(id), ttl) end
     redis.call('EXPIRE', K.dependencies(id), ttl)
   end
 end
@@ -116,9 +117,12 @@ end
 -- A job's rate-limit key (false when it has none): read before an outcome that may delete the hash.
 -- With `exists` false (the job was deleted while it ran) and an execution id, the key is read from
 -- the execution hash, where delete_job.lua leaves it (see rate_limit_mark_executions).
-local function rate_limit_key_of(id, exists, x)
+-- `stored`: the field as the caller read it already from the job hash (then it is not read again).
+local function rate_limit_key_of(id, exists, x, stored)
   local rl_key
-  if exists ~= false then
+  if exists ~= false and stored ~= nil then
+    rl_key = stored
+  elseif exists ~= false then
     rl_key = redis.call('HGET', K.job(id), 'rate_limit_key')
   elseif x and x ~= '' then
     rl_key = redis.call('HGET', K.execution(id, x), 'rate_limit_key')
@@ -240,11 +244,11 @@ end
 -- Enqueues the deferred dependents of `parent_id` whose dependencies are now met (RQ's
 -- Queue.enqueue_dependents): out of the deferred registry, status queued, pushed onto their own
 -- queue (at the front with enqueue_at_front). `exclude` (or nil): see dependencies_met.
--- Returns how many were enqueued.
+-- Returns how many were enqueued, and true when `parent_id` had no dependents set.
 local function release_dependents(parent_id, parent_status, now_text, exclude)
   local dependents_key = K.dependents(parent_id)
   local dependent_ids = redis.call('SMEMBERS', dependents_key)
-  if #dependent_ids == 0 then return 0 end
+  if #dependent_ids == 0 then return 0, true end  -- (and no dependents set: an empty set is no key)
   local released = {}
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
