@@ -325,8 +325,9 @@ end
 
 -- Ends execution `x` of job `id` taken from `queue`: its hash, its started-registry member and its
 -- executions entry. A finish or heartbeat of that execution finds no hash afterwards: it is fenced.
-local function end_execution(id, queue, x)
-  redis.call('DEL', K.execution(id, x))
+-- (`deleted`: the caller deleted the hash already.)
+local function end_execution(id, queue, x, deleted)
+  if not deleted then redis.call('DEL', K.execution(id, x)) end
   redis.call('ZREM', K.started(queue), id .. ':' .. x)
   redis.call('ZREM', K.executions(id), x)
 end

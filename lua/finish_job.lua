@@ -77,15 +77,21 @@ local function answer(recorded)
   return reply
 end
 
-if fence == '' and x ~= '' and redis.call('EXISTS', K.execution(id, x)) == 0 then
-  -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
-  -- may have claimed the next job; that claim is the answer.
-  local resumed = claim and resumed_claim(w, next_x)
-  if resumed then
-    resumed[7] = 0
-    return resumed
+-- The owner's fence: its execution hash, deleted here as the execution ends (DEL answers 0 when it
+-- was gone: nothing is written then, that DEL included).
+local x_deleted = false
+if fence == '' and x ~= '' then
+  if redis.call('DEL', K.execution(id, x)) == 0 then
+    -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
+    -- may have claimed the next job; that claim is the answer.
+    local resumed = claim and resumed_claim(w, next_x)
+    if resumed then
+      resumed[7] = 0
+      return resumed
+    end
+    return answer(0)
   end
-  return answer(0)
+  x_deleted = true
 end
 if status_before == 'canceled' or status_before == 'stopped' then
   if release_as ~= '' then release_as = status_before end
@@ -94,7 +100,7 @@ end
 -- The execution ends: out of the started registry and the executions set.
 if x ~= '' then
   forget_worker_execution(id, x, w)
-  end_execution(id, origin, x)
+  end_execution(id, origin, x, x_deleted)
 end
 if w ~= '' then
   local wkey = K.worker(w)
