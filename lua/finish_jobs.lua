@@ -1,7 +1,7 @@
 -- finish_jobs.lua: record the outcomes of several jobs one worker ran at once and claim up to k
 -- more, in one call (a worker with concurrency > 1; with no outcome it is a claim of up to k).
 -- Each outcome is written by finish_job.lua itself: rqfast/scriptload.py sends that script's body
--- before this one, wrapped as the function finish_one(args), so what an outcome writes (and every
+-- before this one, wrapped as the function finish_one(args, offset), so what an outcome writes (and every
 -- fence on it) is finish_job.lua's alone. Each outcome is passed to it with no worker name and no
 -- claim; the worker's own writes (its counters, its RQ 3.0 executions index, its state and current
 -- job) are made here, once per call rather than once per job: the same end state in fewer commands.
@@ -32,9 +32,8 @@ local recorded, ended, counts, forget = {}, {}, {}, {}
 local wkey = K.worker(w)
 for j = 1, n do
   local id, x, counter, working_time = r.next(), r.next(), r.next(), r.next()
-  local args = r.list()
-  table.insert(args, 1, PREFIX)
-  local reply = finish_one(args)
+  local start = r.span()
+  local reply = finish_one(ARGV, start - 2)  -- (its ARGV[2] is ARGV[start])
   local ok = reply[7] == nil and 1 or reply[7]  -- (finish_job.lua without a fence answers no flag)
   recorded[j] = ok
   if x ~= '' then forget[#forget + 1] = id .. ':' .. x end

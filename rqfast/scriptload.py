@@ -36,10 +36,15 @@ def _lua_dir() -> Path:
 # Scripts sent with another script's body after their own: a guard that, when it does not return,
 # falls through into a state change it reuses unchanged.
 FOLLOWED_BY = {'enqueue_cron_job': 'enqueue_jobs'}
-# Scripts sent after another script's body wrapped as a function, `_finish_one(args)`, that they call
-# once per item with that script's ARGV (so finish_jobs records each outcome as finish_job does).
+# Scripts sent after another script's body wrapped as a function, `_finish_one(args, offset)`, that
+# they call once per item with that script's ARGV: its ARGV[i] is args[i + offset] (from i = 2: the
+# wrapped script reads its arguments with argv_reader only, and ARGV[1], the prefix, is the caller's),
+# so finish_jobs records each outcome as finish_job does, with no copy of its arguments.
 WRAPPING = {'finish_jobs': 'finish_job'}
-_WRAP_OPEN = 'local function _finish_one(ARGV)\nlocal argv_reader = function(i) return argv_reader(i, ARGV) end\n'
+_WRAP_OPEN = (
+    'local function _finish_one(ARGS, OFFSET)\n'
+    'local argv_reader = function(i) return argv_reader(i + OFFSET, ARGS) end\n'
+)
 
 
 def _source(directory: Path, name: str) -> str:
