@@ -38,12 +38,13 @@ local K = {
 }
 
 -- Sets the TTL of a job's hash and its two dependency sets, as RQ's Job.cleanup(ttl) does:
--- a positive ttl EXPIREs them; 0, -1 and nil leave them alone.
-local function expire_job_keys(id, ttl)
+-- a positive ttl EXPIREs them; 0, -1 and nil leave them alone. `no_dependents`: the caller found
+-- no dependents set in this call (its EXPIRE would be a no-op, and is left out).
+local function expire_job_keys(id, ttl, no_dependents)
   ttl = tonumber(ttl)
   if ttl and ttl > 0 then
     redis.call('EXPIRE', K.job(id), ttl)
-    redis.call('EXPIRE', K.dependents(id), ttl)
+    if not no_dependents then redis.call('EXPIRE', K.dependents(id), ttl) end
     redis.call('EXPIRE', K.dependencies(id), ttl)
   end
 end
@@ -116,9 +117,12 @@ end
 -- A job's rate-limit key (false when it has none): read before an outcome that may delete the hash.
 -- With `exists` false (the job was deleted while it ran) and an execution id, the key is read from
 -- the execution hash, where delete_job.lua leaves it (see rate_limit_mark_executions).
-local function rate_limit_key_of(id, exists, x)
+-- `stored`: the field as the caller read it already from the job hash (then it is not read again).
+local function rate_limit_key_of(id, exists, x, stored)
   local rl_key
-  if exists ~= false then
+  if exists ~= false and stored ~= nil then
+    rl_key = stored
+  elseif exists ~= false then
     rl_key = redis.call('HGET', K.job(id), 'rate_limit_key')
   elseif x and x ~= '' then
     rl_key = redis.call('HGET', K.execution(id, x), 'rate_limit_key')
@@ -240,11 +244,11 @@ end
 -- Enqueues the deferred dependents of `parent_id` whose dependencies are now met (RQ's
 -- Queue.enqueue_dependents): out of the deferred registry, status queued, pushed onto their own
 -- queue (at the front with enqueue_at_front). `exclude` (or nil): see dependencies_met.
--- Returns how many were enqueued.
+-- Returns how many were enqueued, and true when `parent_id` had no dependents set.
 local function release_dependents(parent_id, parent_status, now_text, exclude)
   local dependents_key = K.dependents(parent_id)
   local dependent_ids = redis.call('SMEMBERS', dependents_key)
-  if #dependent_ids == 0 then return 0 end
+  if #dependent_ids == 0 then return 0, true end  -- (and no dependents set: an empty set is no key)
   local released = {}
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
@@ -297,11 +301,17 @@ local function clean_groups_of(names, prune, drop)
 end
 
 -- Reads ARGV (or `args`) from position `i` on: next() returns the next argument, list() a counted list,
--- pairs() a counted list of field/value pairs (flat).
+-- pairs() a counted list of field/value pairs (flat), span() a counted list's position (and skips it).
 local function argv_reader(i, args)
   local r = {}
   args = args or ARGV
   function r.next() local v = args[i]; i = i + 1; return v end
+  function r.span()
+    local n = tonumber(r.next())
+    local start = i
+    i = i + n
+    return start, n
+  end
   function r.list(width)
     local n, out = tonumber(r.next()) * (width or 1), {}
     for j = 1, n do out[j] = args[i + j - 1] end
@@ -321,8 +331,9 @@ end
 
 -- Ends execution `x` of job `id` taken from `queue`: its hash, its started-registry member and its
 -- executions entry. A finish or heartbeat of that execution finds no hash afterwards: it is fenced.
-local function end_execution(id, queue, x)
-  redis.call('DEL', K.execution(id, x))
+-- (`deleted`: the caller deleted the hash already.)
+local function end_execution(id, queue, x, deleted)
+  if not deleted then redis.call('DEL', K.execution(id, x)) end
   redis.call('ZREM', K.started(queue), id .. ':' .. x)
   redis.call('ZREM', K.executions(id), x)
 end
@@ -336,10 +347,25 @@ local function unusable_id(id, max_len)
   return nil
 end
 
+-- Worker `w` busy with the jobs it started (flat: id, execution id, ...; the last one its current
+-- job), as start_job leaves it: HSET and EXPIRE of its hash, its RQ 3.0 executions index.
+local function worker_started(w, started, ttl, c)
+  local wkey, members = K.worker(w), {}
+  for j = 1, #started, 2 do members[#members + 1] = started[j] .. ':' .. started[j + 1] end
+  redis.call('HSET', wkey, 'state', 'busy', 'current_job', started[#started - 1], 'current_job_working_time', 0,
+    'last_heartbeat', c.now_text)
+  redis.call('EXPIRE', wkey, ttl)
+  -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
+  -- hash's, as RQ 3.0 leaves it once its start transaction is done
+  redis.call('SADD', K.worker_executions(w), unpack(members))
+  redis.call('EXPIRE', K.worker_executions(w), ttl)
+end
+
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker
 -- does in its prepare steps: job fields and PERSIST, the execution hash and zset, the started
 -- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval,
--- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next).
+-- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next); with a list c.started,
+-- the worker's writes are left to the caller (worker_started), the id and execution id added to it.
 -- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash (or the key is
 -- not a hash) or no data.
 local function start_job(id, queue, w, x, c)
@@ -365,15 +391,11 @@ local function start_job(id, queue, w, x, c)
   redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
   redis.call('EXPIRE', K.executions(id), ttl + c.grace)
   redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
-  if w ~= '' then
-    local wkey = K.worker(w)
-    redis.call('HSET', wkey, 'state', 'busy', 'current_job', id, 'current_job_working_time', 0,
-      'last_heartbeat', c.now_text)
-    redis.call('EXPIRE', wkey, ttl)
-    -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
-    -- hash's, as RQ 3.0 leaves it once its start transaction is done
-    redis.call('SADD', K.worker_executions(w), id .. ':' .. x)
-    redis.call('EXPIRE', K.worker_executions(w), ttl)
+  if w ~= '' and c.started then
+    c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end
+    c.started[#c.started + 1] = x
+  elseif w ~= '' then
+    worker_started(w, {id, x}, ttl, c)
   end
   return job
 end
@@ -399,7 +421,10 @@ end
 --   dead-lettered ids (flat: queue, id, reason, ...)}.
 local function claim_next(queues, w, x, c)
   local dropped, dead = {}, {}
-  if redis.call('EXISTS', PREFIX .. 'suspended') == 1 then return {false, false, false, dropped, 1, dead} end
+  -- (c.unsuspended: an earlier claim of the same call found it unset)
+  if not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
+    return {false, false, false, dropped, 1, dead}
+  end
   for _, queue in ipairs(queues) do
     while true do
       local id = redis.call('LPOP', K.queue(queue))

@@ -13,4 +13,4 @@ local parent_status = ARGV[3]
 if parent_status == '' then parent_status = false end
 local exclude = ARGV[5]
 if exclude == '' then exclude = false end
-return release_dependents(ARGV[2], parent_status, ARGV[4], exclude)
+return (release_dependents(ARGV[2], parent_status, ARGV[4], exclude))  -- (the count only)

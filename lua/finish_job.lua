@@ -52,9 +52,10 @@ local queues = r.list()
 local key = K.job(id)
 -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
 -- parent's status before its own writes.
-local status_before = redis.call('HGET', key, 'status')
+local read = redis.call('HMGET', key, 'status', 'rate_limit_key')
+local status_before = read[1]
 local exists = status_before ~= false or redis.call('EXISTS', key) == 1
-local rl_key = rate_limit_key_of(id, exists, x)  -- RQ 3.0 rate limit: the slot is released below
+local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
 -- An abandoned job is recorded only if no one settled it meanwhile: its member was still there.
 if fence ~= '' then
   local removed = redis.call('ZREM', K.started(origin), fence) == 1
@@ -76,15 +77,21 @@ local function answer(recorded)
   return reply
 end
 
-if fence == '' and x ~= '' and redis.call('EXISTS', K.execution(id, x)) == 0 then
-  -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
-  -- may have claimed the next job; that claim is the answer.
-  local resumed = claim and resumed_claim(w, next_x)
-  if resumed then
-    resumed[7] = 0
-    return resumed
+-- The owner's fence: its execution hash, deleted here as the execution ends (DEL answers 0 when it
+-- was gone: nothing is written then, that DEL included).
+local x_deleted = false
+if fence == '' and x ~= '' then
+  if redis.call('DEL', K.execution(id, x)) == 0 then
+    -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
+    -- may have claimed the next job; that claim is the answer.
+    local resumed = claim and resumed_claim(w, next_x)
+    if resumed then
+      resumed[7] = 0
+      return resumed
+    end
+    return answer(0)
   end
-  return answer(0)
+  x_deleted = true
 end
 if status_before == 'canceled' or status_before == 'stopped' then
   if release_as ~= '' then release_as = status_before end
@@ -93,7 +100,7 @@ end
 -- The execution ends: out of the started registry and the executions set.
 if x ~= '' then
   forget_worker_execution(id, x, w)
-  end_execution(id, origin, x)
+  end_execution(id, origin, x, x_deleted)
 end
 if w ~= '' then
   local wkey = K.worker(w)
@@ -119,7 +126,8 @@ if exists then
   elseif registry == 'failed' then
     redis.call('ZADD', K.failed(origin), registry_score, id)
   end
-  if release_as ~= '' then release_dependents(id, release_as, c.now_text) end
+  local released, no_dependents = 0, false
+  if release_as ~= '' then released, no_dependents = release_dependents(id, release_as, c.now_text) end
   if put_back == 'queue' or put_back == 'front' then
     redis.call('HSET', key, 'status', 'queued', 'enqueued_at', c.now_text)
     push_job(origin, id, put_back == 'front')
@@ -135,7 +143,7 @@ if exists then
     if group and group ~= '' then redis.call('SREM', K.group(group), id) end
     redis.call('DEL', key, K.dependents(id), K.dependencies(id), K.executions(id))
   elseif job_ttl ~= '' then
-    expire_job_keys(id, job_ttl)
+    expire_job_keys(id, job_ttl, no_dependents)
   end
 end
 

@@ -1,10 +1,10 @@
 -- finish_jobs.lua: record the outcomes of several jobs one worker ran at once and claim up to k
 -- more, in one call (a worker with concurrency > 1; with no outcome it is a claim of up to k).
 -- Each outcome is written by finish_job.lua itself: rqfast/scriptload.py sends that script's body
--- before this one, wrapped as the function finish_one(args), so what an outcome writes (and every
+-- before this one, wrapped as the function finish_one(args, offset), so what an outcome writes (and every
 -- fence on it) is finish_job.lua's alone. Each outcome is passed to it with no worker name and no
 -- claim; the worker's own writes (its counters, its RQ 3.0 executions index, its state and current
--- job) are made here.
+-- job) are made here, once per call rather than once per job: the same end state in fewer commands.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
@@ -28,33 +28,46 @@ c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), ton
 c.max_id_len = tonumber(r.next())
 local idle_ttl, still_running = r.next(), r.next()
 local n = tonumber(r.next())
-local recorded = {}
+local recorded, ended, counts, forget = {}, {}, {}, {}
 local wkey = K.worker(w)
 for j = 1, n do
   local id, x, counter, working_time = r.next(), r.next(), r.next(), r.next()
-  local args = r.list()
-  table.insert(args, 1, PREFIX)
-  local reply = finish_one(args)
+  local start = r.span()
+  local reply = finish_one(ARGV, start - 2)  -- (its ARGV[2] is ARGV[start])
   local ok = reply[7] == nil and 1 or reply[7]  -- (finish_job.lua without a fence answers no flag)
   recorded[j] = ok
-  if x ~= '' then redis.call('SREM', K.worker_executions(w), id .. ':' .. x) end
+  if x ~= '' then forget[#forget + 1] = id .. ':' .. x end
   if ok == 1 then
-    if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
-    redis.call('HINCRBYFLOAT', wkey, 'total_working_time', working_time)
+    ended[#ended + 1] = {counter, working_time}
+    if counter ~= '' then counts[counter] = (counts[counter] or 0) + 1 end
   end
+end
+-- The worker's writes for these outcomes, as one SREM, and one HINCRBY per counter made where its
+-- first outcome made it (so its fields come in the same order as with a write per outcome)
+if #forget > 0 then redis.call('SREM', K.worker_executions(w), unpack(forget)) end
+for _, e in ipairs(ended) do
+  local counter = e[1]
+  if counts[counter] then
+    redis.call('HINCRBY', wkey, counter, counts[counter])
+    counts[counter] = nil
+  end
+  redis.call('HINCRBYFLOAT', wkey, 'total_working_time', e[2])
 end
 local xs = r.list()
 local queues = r.list()
 
 local claims, dropped, dead, suspended = {}, {}, {}, 0
+c.started = {}  -- (the worker's writes for the jobs started: once, below)
 for _, x in ipairs(xs) do
   local claim = claim_next(queues, w, x, c)
   for _, id in ipairs(claim[4]) do dropped[#dropped + 1] = id end
   for _, v in ipairs(claim[6] or {}) do dead[#dead + 1] = v end
   if claim[5] == 1 then suspended = 1 end
   if not claim[1] then break end
+  c.unsuspended = true
   claims[#claims + 1] = {claim[1], claim[2], claim[3]}
 end
+if #c.started > 0 then worker_started(w, c.started, heartbeat_ttl(nil, c.interval, c.grace), c) end
 if #claims == 0 then
   if still_running ~= '' then
     redis.call('HSET', wkey, 'state', 'busy', 'current_job', still_running)

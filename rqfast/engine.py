@@ -192,6 +192,16 @@ class Ended(NamedTuple):
     execution_id: str
     plan: Plan
     working_time: float
+    # its ARGV for the call, made beforehand (ended()) where the job ran; None: made by finish_jobs
+    args: workerscripts.BatchOutcome | None = None
+
+
+def ended(
+    job_id: str, queue: str, execution_id: str, plan: Plan, working_time: float, monitoring_interval: int
+) -> Ended:
+    """An Ended with its ARGV made now: a worker's job thread makes it, off its loop thread's path."""
+    args = workerscripts.batch_outcome(job_id, queue, execution_id, plan, working_time, monitoring_interval)
+    return Ended(job_id, queue, execution_id, plan, working_time, args)
 
 
 @dataclass
@@ -224,7 +234,13 @@ def finish_jobs(
         connection,
         worker.name,
         _times(moment),
-        [(e.job_id, e.queue, e.execution_id, e.plan, e.working_time) for e in ended],
+        [
+            e.args
+            or workerscripts.batch_outcome(
+                e.job_id, e.queue, e.execution_id, e.plan, e.working_time, worker.job_monitoring_interval
+            )
+            for e in ended
+        ],
         worker.job_monitoring_interval,
         worker.idle_ttl,
         still_running,

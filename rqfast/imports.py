@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
 from typing import Any, TypeVar, cast
 
 _C = TypeVar('_C', bound=type)
@@ -15,10 +16,15 @@ def import_attribute(name: str) -> Any:
     parts = name.split('.')
     module = None
     for split in range(len(parts) - 1, 0, -1):
-        try:
-            module = importlib.import_module('.'.join(parts[:split]))
-        except ImportError:
-            continue
+        module_name = '.'.join(parts[:split])
+        module = sys.modules.get(module_name)
+        # a module imported already is import_module's answer (it would be a worker's every job),
+        # unless it is still being imported: import_module then waits for it
+        if module is None or getattr(getattr(module, '__spec__', None), '_initializing', False):
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
         attrs = parts[split:]
         break
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import keys
 
@@ -36,10 +36,15 @@ def _lua_dir() -> Path:
 # Scripts sent with another script's body after their own: a guard that, when it does not return,
 # falls through into a state change it reuses unchanged.
 FOLLOWED_BY = {'enqueue_cron_job': 'enqueue_jobs'}
-# Scripts sent after another script's body wrapped as a function, `_finish_one(args)`, that they call
-# once per item with that script's ARGV (so finish_jobs records each outcome as finish_job does).
+# Scripts sent after another script's body wrapped as a function, `_finish_one(args, offset)`, that
+# they call once per item with that script's ARGV: its ARGV[i] is args[i + offset] (from i = 2: the
+# wrapped script reads its arguments with argv_reader only, and ARGV[1], the prefix, is the caller's),
+# so finish_jobs records each outcome as finish_job does, with no copy of its arguments.
 WRAPPING = {'finish_jobs': 'finish_job'}
-_WRAP_OPEN = 'local function _finish_one(ARGV)\nlocal argv_reader = function(i) return argv_reader(i, ARGV) end\n'
+_WRAP_OPEN = (
+    'local function _finish_one(ARGS, OFFSET)\n'
+    'local argv_reader = function(i) return argv_reader(i + OFFSET, ARGS) end\n'
+)
 
 
 def _source(directory: Path, name: str) -> str:
@@ -75,6 +80,21 @@ class Script:
                 raise
             client.script_load(self.source)
             return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+
+    def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
+        """__call__ with the arguments in pieces: lists of them, and runs of them packed already
+        (packed()); on a connection that splices (spliceable())."""
+        head = ('EVALSHA', self.sha, 0, keys.PREFIX)
+        try:
+            return connection.execute_spliced([head, *pieces])
+        except Exception as exc:
+            from redis.exceptions import NoScriptError
+
+            if not isinstance(exc, NoScriptError):
+                _explain_no_lua(exc)
+                raise
+            connection.script_load(self.source)
+            return connection.execute_spliced([head, *pieces])
 
     def queue(self, pipeline: Pipeline, args: Sequence[Any]) -> None:
         """Queue the call into a caller's pipeline: it runs, and replies, when the caller executes it.
@@ -173,8 +193,67 @@ class DirectLine:
             line.disconnect()
             raise
 
+    @property
+    def splices(self) -> bool:
+        """Whether execute_spliced can be used (it needs hiredis)."""
+        return self._pack is not None
+
+    def execute_spliced(self, pieces: list[Any]) -> Any:
+        """execute_command of the arguments in `pieces`, in order: sequences of arguments, and runs
+        packed already (Packed), joined into one command."""
+        from redis.exceptions import ConnectionError, TimeoutError
+
+        line: Any = self._client.connection
+        if line is None or self._pack is None:
+            raise ConnectionError('rqfast: no connection to send a spliced command on')
+        count, chunks = 0, [b'']
+        for piece in pieces:
+            if isinstance(piece, Packed):
+                count += piece.length
+                chunks.append(piece.data)
+            elif piece:
+                data = self._pack(tuple(piece))
+                count += len(piece)
+                chunks.append(data[data.index(b'\r\n') + 2 :])
+        chunks[0] = b'*%d\r\n' % count
+        try:
+            line.send_packed_command([b''.join(chunks)], check_health=False)
+            return line.read_response()
+        except (ConnectionError, TimeoutError, OSError):
+            line.disconnect()
+            raise
+
     def script_load(self, source: bytes) -> Any:
         return self._client.script_load(source)
 
     def close(self) -> None:
         self._client.close()
+
+
+class Packed(NamedTuple):
+    """A run of `count` command arguments packed as RESP bulk strings (no array header), to be
+    spliced into a command by DirectLine.execute_spliced: packed where it costs the caller nothing
+    (a worker's job thread packs its outcome, not the loop thread that sends it)."""
+
+    data: bytes
+    length: int  # how many arguments
+
+
+_pack_command: Callable[..., bytes] | None
+try:
+    from hiredis import pack_command as _pack_command
+except ImportError:  # (redis-py's packing then, and nothing packed ahead)
+    _pack_command = None
+
+
+def packed(args: Sequence[Any]) -> Packed | None:
+    """`args` packed as execute_command packs them (hiredis), or None without hiredis."""
+    if _pack_command is None or not args:
+        return None
+    data: bytes = _pack_command(tuple(args))
+    return Packed(data[data.index(b'\r\n') + 2 :], len(args))  # (without its "*<count>" header)
+
+
+def spliceable(connection: Any) -> bool:
+    """True for a connection that takes packed runs of arguments (a DirectLine with hiredis)."""
+    return bool(getattr(connection, 'splices', False))

@@ -6,10 +6,10 @@ rq.scripts functions).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .defaults import JOB_HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RESULTS_MAXLEN
-from .scriptload import script
+from .scriptload import Packed, packed, script, spliceable
 from .text import as_text
 
 if TYPE_CHECKING:
@@ -83,9 +83,12 @@ def _outcome_args(
     working_time: float,
 ) -> list[Any]:
     """finish_job.lua's ARGV[2] up to its result stream fields: one outcome."""
+    return [worker_name, *times, *_outcome_rest(job_id, queue, execution_id, fence, plan, working_time)]
+
+
+def _outcome_rest(job_id: str, queue: str, execution_id: str, fence: str, plan: Any, working_time: float) -> list[Any]:
+    """_outcome_args after the worker name and the times: what does not depend on the call."""
     args: list[Any] = [
-        worker_name,
-        *times,
         job_id,
         queue,
         execution_id,
@@ -118,11 +121,42 @@ def _claim_tail(
     return [*tail, execution_id, len(queues), *queues]
 
 
+TIMES = 3  # the times every worker script takes (engine._times): UTC text, float epoch, integer epoch
+
+
+class BatchOutcome(NamedTuple):
+    """One outcome's ARGV for finish_jobs, but the call's times (which go between `head` and `rest`);
+    `packed`: the same two already packed (scriptload.packed), or None without hiredis."""
+
+    head: list[Any]
+    rest: list[Any]
+    packed: tuple[Packed, Packed] | None
+
+
+def batch_outcome(
+    job_id: str,
+    queue: str,
+    execution_id: str,
+    plan: Any,
+    working_time: float,
+    monitoring_interval: int,
+    grace: int = JOB_HEARTBEAT_GRACE,
+) -> BatchOutcome:
+    """Made where the job ran, so that the worker's loop thread only joins them (finish_jobs)."""
+    rest = _outcome_rest(job_id, queue, execution_id, '', plan, working_time)
+    rest.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
+    # the outcome's own header, then finish_job.lua's ARGV from 2: count, worker name "" (times follow)
+    head = [job_id, execution_id, plan.counter, repr(float(working_time)), 1 + TIMES + len(rest), '']
+    head_packed, rest_packed = packed(head), packed(rest)
+    both = None if head_packed is None or rest_packed is None else (head_packed, rest_packed)
+    return BatchOutcome(head, rest, both)
+
+
 def finish_jobs(
     connection: Redis,
     worker_name: str,
     times: list[Any],
-    outcomes: list[tuple[str, str, str, Any, float]],
+    outcomes: list[BatchOutcome],
     monitoring_interval: int,
     idle_ttl: int,
     still_running: str,
@@ -130,16 +164,27 @@ def finish_jobs(
     queues: list[str],
     grace: int = JOB_HEARTBEAT_GRACE,
 ) -> list[Any]:
-    """See lua/finish_jobs.lua: records each (job id, queue, execution id, plan, working time) as
-    finish_job does, claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
+    """See lua/finish_jobs.lua: records each outcome (made by batch_outcome) as finish_job does,
+    claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
+    if len(times) != TIMES:
+        raise ValueError(f'finish_jobs takes {TIMES} times, not {len(times)}')
     args: list[Any] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
     args.extend((MAX_JOB_ID_LENGTH, idle_ttl, still_running, len(outcomes)))
-    for job_id, queue, execution_id, plan, working_time in outcomes:
-        one = _outcome_args('', times, job_id, queue, execution_id, '', plan, working_time)
-        one.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
-        args.extend((job_id, execution_id, plan.counter, repr(float(working_time)), len(one)))
-        args.extend(one)
-    args.extend((len(execution_ids), *execution_ids, len(queues), *queues))
+    claims = [len(execution_ids), *execution_ids, len(queues), *queues]
+    times_packed = packed(times)
+    if times_packed is not None and all(o.packed is not None for o in outcomes) and spliceable(connection):
+        # the outcomes were packed on their job threads: only the call's own arguments are packed here
+        pieces: list[Any] = [args]
+        for outcome in outcomes:
+            assert outcome.packed is not None
+            pieces.extend((outcome.packed[0], times_packed, outcome.packed[1]))
+        pieces.append(claims)
+        return script('finish_jobs').call_spliced(connection, pieces)  # type: ignore[no-any-return]
+    for head, rest, _ in outcomes:
+        args.extend(head)
+        args.extend(times)
+        args.extend(rest)
+    args.extend(claims)
     return script('finish_jobs')(connection, args)  # type: ignore[no-any-return]
 
 

@@ -40,3 +40,29 @@ def test_a_worker_goes_on_after_its_scripts_are_flushed(redis_conn: redis.Redis)
 
     assert [job.get_status() for job in jobs] == [JobStatus.FINISHED] * 3
     assert [job.return_value() for job in jobs] == [1, 2, 3]
+
+
+def test_a_spliced_command_is_the_command_packed_whole() -> None:
+    """What the worker line sends for pre-packed runs of arguments is byte for byte execute_command's."""
+    from hiredis import pack_command
+
+    from rqfast.scriptload import Packed, packed
+
+    sent: list[bytes] = []
+
+    class Line:
+        def send_packed_command(self, chunks: list[bytes], check_health: bool = True) -> None:
+            sent.extend(chunks)
+
+        def read_response(self) -> str:
+            return 'ok'
+
+    line = scripts.DirectLine.__new__(scripts.DirectLine)
+    line._pack = pack_command
+    line._client = type('Client', (), {'connection': Line()})()
+    runs: list[list[object]] = [['EVALSHA', 'f' * 40, 0], ['é', 1, 2.5, b'\x80\x04N.', ''], [], ['last', 7]]
+    pieces: list[object] = [runs[0], packed(runs[1]), runs[2], packed(runs[3])]
+
+    assert isinstance(pieces[1], Packed)
+    assert line.execute_spliced(pieces) == 'ok'
+    assert sent == [pack_command(tuple(a for run in runs for a in run))]

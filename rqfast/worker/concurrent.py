@@ -18,6 +18,7 @@ fails them, each with the reason named, in one call.
 
 from __future__ import annotations
 
+import logging
 import queue
 import sys
 import threading
@@ -279,10 +280,13 @@ class Concurrent:
 
     def _done(self, running: Running, outcome: Outcome, stopped: bool = False) -> Done:
         """How the job ended and the Plan recording it (made where it ran, off the loop's path)."""
-        worker, job = self.worker, self._job_of(running)
+        worker, job, claim = self.worker, self._job_of(running), running.claim
         if outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
             worker._log_exception(job, outcome.exc_string)  # (as SimpleWorker.execute logs it)
-        return Done(outcome, worker._plan(job, running.claim, outcome, stopped, dates.now()))
+        plan = worker._plan(job, claim, outcome, stopped, dates.now())
+        working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
+        interval = worker.job_monitoring_interval
+        return Done(outcome, plan, engine.ended(job.id, claim.queue or '', claim.execution_id, plan, working, interval))
 
     # --- how a job ended, when it did not say
 
@@ -326,10 +330,8 @@ class Concurrent:
         worker = self.worker
         outcomes = []
         for running, done in ended:
-            job, job_claim = self._job_of(running), running.claim
-            working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
-            outcomes.append(engine.Ended(job.id, job_claim.queue or '', job_claim.execution_id, done.plan, working))
-            worker._in_flight.pop(job_claim.job_id or '', None)
+            outcomes.append(done.ended)
+            worker._in_flight.pop(running.claim.job_id or '', None)
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
         backoff = Backoff()
         while True:
@@ -373,7 +375,8 @@ class Concurrent:
             worker.failed_job_count += 1
         if job.ended_at and job.started_at:
             worker.total_working_time += (job.ended_at - job.started_at).total_seconds()
-        worker._log_outcome(job, outcome)
+        if outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO):
+            worker._log_outcome(job, outcome)  # (a success logs INFO lines only)
 
     def _fail_all(self, reason: str) -> None:
         """A cold shutdown: every job in flight fails, with the reason, in one call."""

@@ -40,10 +40,11 @@ class Running:
 
 
 class Done(NamedTuple):
-    """A job's report: how it ended, and the Plan recording it."""
+    """A job's report: how it ended, the Plan recording it, and the outcome as finish_jobs takes it."""
 
     outcome: Outcome
     plan: engine.Plan
+    ended: engine.Ended
 
 
 class Threads:
@@ -130,7 +131,16 @@ def is_async(job: Job) -> bool:
 
 def claimed_timeout(claim: engine.Claim, default: int) -> int:
     """The job's timeout, read from its claimed hash (its thread loads the rest)."""
-    try:
-        return parse_timeout(as_text(claim.raw.get(b'timeout') or b'')) or default
-    except Exception:  # loading the job fails it with the reason
-        return default
+    stored = claim.raw.get(b'timeout') or b''
+    seconds = _timeouts.get(stored)  # (the loop thread reads one per job: most jobs share a few values)
+    if seconds is None:
+        try:
+            seconds = parse_timeout(as_text(stored)) or 0
+        except Exception:  # loading the job fails it with the reason
+            seconds = 0
+        if len(_timeouts) < 256:
+            _timeouts[stored] = seconds
+    return seconds or default
+
+
+_timeouts: dict[Any, int] = {}  # a stored timeout -> its seconds (0: none, or unreadable)
