@@ -246,6 +246,7 @@ def finish_jobs(
         still_running,
         execution_ids,
         worker.queues,
+        grace=worker.heartbeat_grace,
     )
     claims = []
     for (job_id, queue, flat), execution_id in zip(claimed, execution_ids, strict=False):

@@ -217,3 +217,31 @@ def test_round_trips_per_job_under_load(redis_conn: redis.Redis, monkeypatch: py
     per_job = (cost(n + k) - cost(n)) / k
     assert per_job <= 1
     assert per_job < 0.6, per_job  # several outcomes (and the next claims) share a call
+
+
+def test_jobs_claimed_with_outcomes_get_the_workers_heartbeat_grace(redis_conn: redis.Redis) -> None:
+    """A job claimed in the same call as other jobs' outcomes (finish_jobs) expires from the started
+    registry `job_monitoring_interval + heartbeat_grace` after its claim, as one claimed alone does."""
+    q = rqfast.Queue('q', connection=redis_conn)
+    quick = [q.enqueue(cj.sleep_then, 0.1) for _ in range(2)]
+    held = [q.enqueue(cj.wait_for_key, 'go') for _ in range(2)]
+    worker = SimpleWorker([q], connection=redis_conn, concurrency=2)
+    worker.heartbeat_grace = 77
+    thread = in_thread(worker)
+    try:
+        wait_until(
+            lambda: (
+                redis_conn.get('in_flight') == b'2'
+                and all(j.get_status(refresh=True) is JobStatus.STARTED for j in held)
+            ),
+            15,
+            'the held jobs to run',
+        )
+        scores = dict(redis_conn.zrange('rq:wip:q', 0, -1, withscores=True))
+        expected = time.time() + worker.job_monitoring_interval + 77
+        assert len(scores) == 2
+        assert all(abs(score - expected) < 5 for score in scores.values()), (scores, expected)
+    finally:
+        redis_conn.set('go', '1')
+        thread.join(15)
+    assert all(j.get_status(refresh=True) is JobStatus.FINISHED for j in quick + held)
