@@ -64,6 +64,7 @@ class Breeder:
         self._sock = sock
         self._frames = _Frames()
         self._exits: dict[int, tuple[int, Any]] = {}
+        self._pids: list[int] = []  # horses forked on request, not yet given out (next_pid)
         self.alive = True
 
     @classmethod
@@ -89,20 +90,29 @@ class Breeder:
 
     def fork_horse(self, module: str, job_fd: int, report_fd: int, timeout: float) -> int:
         """A new horse on those pipe ends (the caller closes its copies); BreederError if that fails."""
+        self.request_horse(module, job_fd, report_fd)
+        return self.next_pid(timeout)
+
+    def request_horse(self, module: str, job_fd: int, report_fd: int) -> None:
+        """Ask for a horse without waiting for it: next_pid() gives its pid, in the order of the requests."""
         try:
             socket.send_fds(self._sock, [_frame(module)], [job_fd, report_fd])
         except OSError as exc:
             self._gone()
             raise BreederError(f'breeder {self.pid}: {exc}') from exc
+
+    def next_pid(self, timeout: float) -> int:
+        """The pid of the oldest requested horse not yet given out; BreederError if it does not come in time."""
         deadline = time.monotonic() + timeout
-        while True:
-            for message in self._read(deadline - time.monotonic()):
-                if message[0] == 'pid':
-                    return int(message[1])
+        while not self._pids:
+            self._read(deadline - time.monotonic())
+            if self._pids:
+                break
             if not self.alive:
                 raise BreederError(f'breeder {self.pid} died')
             if time.monotonic() > deadline:
                 raise BreederError(f'breeder {self.pid} did not answer in {timeout} seconds')
+        return self._pids.pop(0)
 
     def reaped(self, pid: int, block: bool) -> tuple[int, Any] | None:
         """(wait status, rusage) of one of its horses once it has exited, as the breeder reaped it."""
@@ -137,6 +147,8 @@ class Breeder:
         for message in messages:
             if message[0] == 'exit':
                 self._exits[message[1]] = (message[2], message[3])
+            elif message[0] == 'pid':
+                self._pids.append(int(message[1]))
         return messages
 
     def _gone(self) -> None:

@@ -31,9 +31,10 @@ logger = logging.getLogger('rqfast.worker')
 class Horse:
     """A work horse: its pid (also its process group) and the worker's ends of its two pipes."""
 
-    pid: int
+    pid: int  # 0 while it is still to come from the breeder (`ordered`)
     job_fd: int  # the worker writes the job here (-1 once sent)
     report_fd: int  # the horse writes how the job ended here
+    ordered: tuple[Breeder, str, float] | None = None  # a spare asked of this breeder: (breeder, module, timeout)
 
 
 def kill_group(pid: int, sig: int) -> bool:
@@ -62,6 +63,7 @@ class HorsePool:
         self.breeder_failures = 0
         self.bred: dict[int, Breeder] = {}  # the horses the breeder forked, by pid: it reaps them
         self.unsafe_modules: set[str] = set()  # modules whose preloading took a breeder down
+        self._ahead = False  # keep_spares() is starting horses: ask the breeder, do not wait for it
 
     # --- handing out
 
@@ -69,6 +71,8 @@ class HorsePool:
         """A waiting horse that is still alive, or a new one."""
         while self.waiting:
             work_horse = self.waiting.pop(0)
+            if work_horse.ordered is not None and not self._delivered(work_horse):
+                continue
             if self.reap(work_horse.pid, block=False) is None:
                 return work_horse
             logger.warning('Worker %s: horse %s died while waiting for a job', self.name, work_horse.pid)
@@ -76,8 +80,28 @@ class HorsePool:
         return self._start()
 
     def keep_spares(self, count: int) -> None:
-        while len(self.waiting) < count:
-            self.waiting.append(self._start())
+        """Start horses until `count` wait. A breeder forks them while the worker goes on (take() gets the pid)."""
+        self._ahead = True
+        try:
+            while len(self.waiting) < count:
+                self.waiting.append(self._start())
+        finally:
+            self._ahead = False
+
+    def _delivered(self, work_horse: Horse) -> bool:
+        """Wait for the pid of a horse asked of the breeder; False (its pipes closed) if the breeder failed."""
+        assert work_horse.ordered is not None
+        breeder, module, timeout = work_horse.ordered
+        work_horse.ordered = None
+        try:
+            work_horse.pid = breeder.next_pid(timeout)
+        except BreederError as exc:
+            self.close(work_horse.job_fd, work_horse.report_fd)
+            if breeder is self.breeder:
+                self._breeder_failed(exc, module)
+            return False
+        self.bred[work_horse.pid] = breeder
+        return True
 
     def adopt(self, pid: int, job_fd: int, report_fd: int) -> Horse:
         """A horse someone started, on the worker's ends of its pipes: the pool closes them."""
@@ -136,7 +160,8 @@ class HorsePool:
     def stop_all(self, exit_wait: float) -> None:
         """A waiting horse exits when its job pipe closes; one that does not, in `exit_wait` seconds, is killed."""
         self.recorded()
-        waiting, self.waiting = self.waiting, []
+        waiting = [h for h in self.waiting if h.ordered is None or self._delivered(h)]
+        self.waiting = []
         for work_horse in waiting:
             self.close(work_horse.job_fd)
         deadline = time.monotonic() + exit_wait
@@ -170,6 +195,12 @@ class HorsePool:
         job_read, job_write = os.pipe()
         report_read, report_write = os.pipe()
         try:
+            if breeder is not None and self._ahead:
+                if self._ordered(breeder, module, job_read, report_write):
+                    ordered = self.adopt(0, job_write, report_read)
+                    ordered.ordered = (breeder, module, timeout)
+                    return ordered
+                breeder = None
             pid = self._bred_horse(breeder, module, job_read, report_write, timeout) if breeder else None
             if pid is None:
                 pid = self._forked_horse(settings, (job_read, report_write), (job_write, report_read), module, fallback)
@@ -181,19 +212,32 @@ class HorsePool:
             os.close(report_write)
         return self.adopt(pid, job_write, report_read)
 
+    def _ordered(self, breeder: Breeder, module: str, job_fd: int, report_fd: int) -> bool:
+        """Ask the breeder for a horse without waiting for it (False if the breeder failed)."""
+        module = module if module not in self.unsafe_modules else ''
+        try:
+            breeder.request_horse(module, job_fd, report_fd)
+        except BreederError as exc:
+            self._breeder_failed(exc, module)
+            return False
+        return True
+
     def _bred_horse(self, breeder: Breeder, module: str, job_fd: int, report_fd: int, timeout: float) -> int | None:
         """A horse from the breeder (None if the breeder failed)."""
         module = module if module not in self.unsafe_modules else ''
         try:
             pid = breeder.fork_horse(module, job_fd, report_fd, timeout)
         except BreederError as exc:
-            logger.warning('Worker %s: %s; forking horses itself for now', self.name, exc)
-            if module:  # importing it may be what killed or stalled the breeder: never again
-                self.unsafe_modules.add(module)
-            self._drop_breeder()
+            self._breeder_failed(exc, module)
             return None
         self.bred[pid] = breeder
         return pid
+
+    def _breeder_failed(self, exc: BreederError, module: str) -> None:
+        logger.warning('Worker %s: %s; forking horses itself for now', self.name, exc)
+        if module:  # importing it may be what killed or stalled the breeder: never again
+            self.unsafe_modules.add(module)
+        self._drop_breeder()
 
     def _breeder_for(self, settings: horse.HorseSettings, use_breeder: bool, fallback: Any) -> Breeder | None:
         if self.breeder is not None and not self.breeder.alive:
