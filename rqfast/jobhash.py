@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -175,14 +174,21 @@ RESULT = Codec(_write_result, _read_result, keep=True)
 EXC_INFO = Codec(_write_exc_info, _read_exc_info, keep=True)
 
 
+class _Stored(NamedTuple):
+    """A JobRecord field as its class body gives it: the codec, and a default or a factory (for a mutable one)."""
+
+    codec: Codec
+    default: Any
+    factory: Callable[[], Any] | None
+
+
 def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None = None) -> Any:
     """A JobRecord field: its default (or a factory, for a mutable one) and its codec."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={'codec': codec})
-    return field(default=default, metadata={'codec': codec})
+    return _Stored(codec, default, factory)
 
 
-@dataclass(init=False, repr=False, eq=False)  # JobSpec has its own: generating them would cost every child's import
+# A plain class, not a dataclass: the dataclasses module (and the inspect it imports) would cost every
+# spawned child's import. _record_fields below does what the decorator did with the class body.
 class JobRecord:
     """Every field of RQ's `rq:job:<id>` hash, as the Job handle holds it in memory (Job subclasses this).
 
@@ -243,11 +249,24 @@ class StoredField(NamedTuple):
     codec: Codec
 
 
+def _record_fields(record: type) -> list[tuple[str, _Stored]]:
+    """JobRecord's fields in the order of its body; each default becomes the class attribute (a field
+    with a factory has none, its value is made per instance), as a dataclass's would."""
+    found = [(name, value) for name, value in vars(record).items() if isinstance(value, _Stored)]
+    for name, stored in found:
+        if stored.factory is None:
+            setattr(record, name, stored.default)
+        else:
+            delattr(record, name)
+    return found
+
+
+_FIELDS = _record_fields(JobRecord)
 FIRST_DEPENDENCY = Codec(lambda job, v: v[0] if v else None, lambda job, v: [as_text(v)])
 
 # Every field a job's hash can hold, in the order RQ writes them: JobRecord's fields, plus
 # `dependency_id`, the first of `_dependency_ids` again (RQ reads it when `dependency_ids` is absent).
-HASH_FIELDS = [StoredField(f.name.lstrip('_'), f.name, f.metadata['codec']) for f in fields(JobRecord)]
+HASH_FIELDS = [StoredField(name.lstrip('_'), name, stored.codec) for name, stored in _FIELDS]
 HASH_FIELDS.insert(
     [f.name for f in HASH_FIELDS].index('dependency_ids'),
     StoredField('dependency_id', '_dependency_ids', FIRST_DEPENDENCY),
@@ -260,13 +279,13 @@ del _READ['data'], _READ['dependency_id']
 # What an absent field resets its attribute to: a value, or a fresh object from a factory.
 _RESET: dict[str, Any] = {}
 _FRESH: list[tuple[str, Callable[[], Any]]] = []
-for _f in fields(JobRecord):
-    if _f.metadata['codec'].keep or _f.name == 'data':
+for _name, _stored_field in _FIELDS:
+    if _stored_field.codec.keep or _name == 'data':
         continue
-    if _f.default_factory is not MISSING:
-        _FRESH.append((_f.name, _f.default_factory))
+    if _stored_field.factory is not None:
+        _FRESH.append((_name, _stored_field.factory))
     else:
-        _RESET[_f.name] = _f.default
+        _RESET[_name] = _stored_field.default
 
 
 def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]:

@@ -8,10 +8,10 @@ re-exports them all.
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys
@@ -81,7 +81,7 @@ class Retry:
 
 class Callback:
     def __init__(self, func: str | Callable[..., Any], timeout: Any | None = None):
-        if not isinstance(func, str) and not inspect.isfunction(func) and not inspect.isbuiltin(func):
+        if not isinstance(func, str | FunctionType | BuiltinFunctionType):  # inspect.isfunction, isbuiltin
             raise ValueError('Callback `func` must be a string or function')
         self.func = func
         self.timeout = parse_timeout(timeout) if timeout else CALLBACK_TIMEOUT

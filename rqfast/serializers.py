@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import pickle
 from collections.abc import Callable
 from functools import partial
+from types import ModuleType
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from .imports import import_attribute
@@ -57,7 +57,7 @@ def serializer_path(serializer: Any = None) -> str | None:
     """How `serializer` is named in a setting: None, the alias or path given, a module's name, or a dotted path."""
     if serializer is None or isinstance(serializer, str):
         return serializer
-    if inspect.ismodule(serializer):
+    if isinstance(serializer, ModuleType):  # inspect.ismodule
         return serializer.__name__
     klass = serializer if isinstance(serializer, type) else type(serializer)
     return f'{klass.__module__}.{klass.__qualname__}'

@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'cron_scheduler_registry',
             'cronconfig',
             'security',
+            'pipes',
         ],
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),
