@@ -17,7 +17,6 @@ import pickle
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Sequence
 from datetime import datetime
 from types import FrameType
@@ -85,6 +84,8 @@ def encode_report(report: Report) -> bytes:
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a Retry subclass that does not pickle
+        import traceback  # here: a horse whose job succeeds never imports it
+
         failure = ('failure', None, report.exc_string or traceback.format_exc(), *fields[3:])
         return pickle.dumps(failure, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -371,6 +372,8 @@ def spawn_main(job_fd: int, report_fd: int, module: str = '') -> None:
             serve_one_job(job_fd, report_fd, settings, module)
         code = 0
     except BaseException:
+        import traceback
+
         traceback.print_exc()
     finally:
         flush_stdio()

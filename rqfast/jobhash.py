@@ -7,7 +7,6 @@ both are loops over JobRecord's fields.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
 from datetime import datetime
@@ -59,11 +58,23 @@ def _int(job: Any, stored: bytes) -> int:
     return int(stored)
 
 
+# json is imported where a JSON field is written or read: a spawned child whose job has none (the
+# usual one: no retries, dependencies nor webhooks) never imports it.
+
+
 def _json(job: Any, value: Any) -> str:
+    import json
+
     return json.dumps(value)
 
 
+def _nonempty_json(job: Any, value: Any) -> str | None:
+    return _json(job, value) if value else None
+
+
 def _read_json(job: Any, stored: bytes) -> Any:
+    import json
+
     return json.loads(as_text(stored))
 
 
@@ -136,7 +147,7 @@ def _webhook_dict(webhook: Any) -> Any:
 
 
 def _write_webhooks(job: Any, value: list[Any]) -> str | None:
-    return json.dumps([_webhook_dict(webhook) for webhook in value]) if value else None
+    return _json(job, [_webhook_dict(webhook) for webhook in value]) if value else None
 
 
 def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
@@ -144,7 +155,7 @@ def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
     from .webhook import Webhook  # here: a job without webhooks (a spawned child's usual one) never imports it
 
     try:
-        return [Webhook.from_dict(data) for data in json.loads(as_text(stored))]
+        return [Webhook.from_dict(data) for data in _read_json(job, stored)]
     except (ValueError, TypeError, KeyError, AttributeError):
         return []
 
@@ -160,7 +171,7 @@ INT = Codec(None, _int)
 POSITIVE_INT = Codec(_or_none, _int)  # left out when 0
 TIMEOUT = Codec(None, lambda job, v: parse_timeout(as_text(v)))
 JSON = Codec(_json, _read_json)
-NONEMPTY_JSON = Codec(lambda job, v: json.dumps(v) if v else None, _read_json)
+NONEMPTY_JSON = Codec(_nonempty_json, _read_json)
 FLAG = Codec(_flag, _read_flag)
 STRICT_FLAG = Codec(_flag, _read_flag, read_empty=True)
 TRUE_FLAG = Codec(lambda job, v: 1 if v else None, _read_flag)  # left out when false
@@ -174,12 +185,13 @@ RESULT = Codec(_write_result, _read_result, keep=True)
 EXC_INFO = Codec(_write_exc_info, _read_exc_info, keep=True)
 
 
-class _Stored(NamedTuple):
+class _Stored:
     """A JobRecord field as its class body gives it: the codec, and a default or a factory (for a mutable one)."""
 
-    codec: Codec
-    default: Any
-    factory: Callable[[], Any] | None
+    __slots__ = ('codec', 'default', 'factory')
+
+    def __init__(self, codec: Codec, default: Any, factory: Callable[[], Any] | None) -> None:
+        self.codec, self.default, self.factory = codec, default, factory
 
 
 def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None = None) -> Any:
