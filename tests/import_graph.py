@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),
     ('results', ['results']),
-    ('job', ['jobspec', 'jobrun', 'enqueueing', 'job', 'command']),
+    ('job', ['joboptions', 'jobspec', 'jobrun', 'enqueueing', 'dependencies', 'job', 'command']),
     ('outcomes', ['planning', 'execution', 'engine']),
     ('runners', ['maintenance', 'sync', 'orphaned', 'horse', 'scheduler']),
     ('registry', ['registry', 'executions']),

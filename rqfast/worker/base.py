@@ -61,8 +61,9 @@ from .hooks import JobHooks, handler_list
 from .order import DequeueStrategy, QueueOrder
 from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
 from .records import WorkerRecords
-from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
+from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
 from .signals import StopSignals
+from .signals import signal_name as signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
 from .waiting import Waiter, idle_wait, log_dropped
