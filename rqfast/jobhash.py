@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from .dates import now, utcformat, utcparse
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
@@ -34,20 +34,27 @@ __all__ = [
 WRITE: Any = object()  # Codec.none: call `write` for None as well
 
 
-class Codec(NamedTuple):
+class Codec:
     """How one attribute is stored in the hash.
 
     `write(job, value)` is the stored value of a value other than None (no `write`: the value itself),
     and None leaves the field out; `none` is what None is stored as (None: left out). `read(job,
     stored)` is the value back. An empty stored value reads as absent unless `read_empty` (RQ parses
     those fields whenever present). An absent field resets the attribute to its default unless `keep`.
+    (Codec, StoredField and _Stored are slotted classes: a NamedTuple costs every spawned child more to make.)
     """
 
-    write: Callable[[Any, Any], Any] | None
-    read: Callable[[Any, bytes], Any]
-    none: Any = None
-    read_empty: bool = False
-    keep: bool = False
+    __slots__ = ('write', 'read', 'none', 'read_empty', 'keep')
+
+    def __init__(
+        self,
+        write: Callable[[Any, Any], Any] | None,
+        read: Callable[[Any, bytes], Any],
+        none: Any = None,
+        read_empty: bool = False,
+        keep: bool = False,
+    ) -> None:
+        self.write, self.read, self.none, self.read_empty, self.keep = write, read, none, read_empty, keep
 
 
 def _text(job: Any, stored: bytes) -> str:
@@ -255,10 +262,13 @@ class JobRecord:
         return bool(self.rate_limit_key and self.rate_limit_concurrency)
 
 
-class StoredField(NamedTuple):
-    name: str  # in the hash
-    attribute: str  # on the job
-    codec: Codec
+class StoredField:
+    __slots__ = ('name', 'attribute', 'codec')
+
+    def __init__(self, name: str, attribute: str, codec: Codec) -> None:
+        self.name = name  # in the hash
+        self.attribute = attribute  # on the job
+        self.codec = codec
 
 
 def _record_fields(record: type) -> list[tuple[str, _Stored]]:
