@@ -25,7 +25,7 @@ from croniter import croniter
 from . import keys
 from .cron_enqueue import enqueue_cron_run
 from .cron_record import SchedulerRecord, cron_job_arguments, cron_job_fields
-from .cronconfig import _job_data_registry, import_config, taken_from_rq
+from .cronconfig import _job_data_registry, register_config
 from .cronconfig import register as register  # rqfast.cron.register, what a config file calls
 from .dates import now, utcparse
 from .defaults import (
@@ -380,20 +380,7 @@ class CronScheduler(SchedulerRecord):
         logged and skipped."""
         self.config_file = config_path
         self.log.info(f'Loading cron configuration from {config_path}')
-        _job_data_registry.clear()
-        taken_from_rq()  # declarations left over in rq.cron are not this config's
-        try:
-            import_config(config_path, self.log)
-            count = 0
-            for data in _job_data_registry + taken_from_rq():
-                self.log.debug(f'Registering job from config: {data["func"].__name__}')
-                try:
-                    self.register(**data)
-                    count += 1
-                except Exception as exc:  # noqa: BLE001 - RQ logs a bad entry and goes on
-                    self.log.error(f'Failed to register job {data["func"].__name__} from config: {exc}', exc_info=True)
-        finally:
-            _job_data_registry.clear()
+        count = register_config(config_path, self.register, self.log)
         self.log.info(f"Successfully registered {count} cron jobs from '{config_path}'")
 
     def _job_from_dict(self, data: dict[str, Any]) -> CronJob:

@@ -1,6 +1,6 @@
 """Cron configs (`rqfast cron CONFIG`): `register` (rqfast.cron.register), which a config calls to declare a
-job, and importing a config by file path or dotted module path, as RQ's CronScheduler.load_config_from_file
-does."""
+job, and importing a config by file path or dotted module path and registering what it declares, as RQ's
+CronScheduler.load_config_from_file does."""
 
 from __future__ import annotations
 
@@ -61,6 +61,26 @@ def import_config(config_path: str, log: logging.Logger) -> None:
         message = f"An error occurred while importing '{dotted}' (from '{config_path}'): {exc}"
         log.error(message)
         raise Exception(message) from exc
+
+
+def register_config(config_path: str, register_job: Callable[..., Any], log: logging.Logger) -> int:
+    """Import a cron config and hand each job it declares (with rqfast.cron.register, or rq.cron.register)
+    to `register_job(**declaration)`; a job that fails to register is logged and skipped. How many registered."""
+    _job_data_registry.clear()
+    taken_from_rq()  # declarations left over in rq.cron are not this config's
+    try:
+        import_config(config_path, log)
+        count = 0
+        for data in _job_data_registry + taken_from_rq():
+            log.debug(f'Registering job from config: {data["func"].__name__}')
+            try:
+                register_job(**data)
+                count += 1
+            except Exception as exc:  # noqa: BLE001 - RQ logs a bad entry and goes on
+                log.error(f'Failed to register job {data["func"].__name__} from config: {exc}', exc_info=True)
+    finally:
+        _job_data_registry.clear()
+    return count
 
 
 def taken_from_rq() -> list[dict[str, Any]]:

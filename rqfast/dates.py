@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -34,6 +33,8 @@ def epoch_seconds(dt: datetime) -> int:
     if dt.tzinfo is None:
         offset = -(time.timezone if time.daylight == 0 else time.altzone)
         dt = dt.replace(tzinfo=timezone(timedelta(seconds=offset)))
+    import calendar  # here: calendar imports locale, which a spawned child need not import
+
     return calendar.timegm(dt.utctimetuple())
 
 
@@ -43,6 +44,8 @@ def from_epoch(value: float) -> datetime:
 
 def current_timestamp() -> int:
     """Now as an integer UTC epoch."""
+    import calendar
+
     return calendar.timegm(now().utctimetuple())
 
 

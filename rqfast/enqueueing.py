@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from redis import Redis
     from redis.client import Pipeline
 
-    from .jobspec import JobSpec, Retry
+    from .joboptions import Retry
+    from .jobspec import JobSpec
     from .repeat import Repeat
 
 __all__ = [

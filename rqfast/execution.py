@@ -6,7 +6,6 @@ Used by the SimpleWorker, by the forking and spawn workers' children, and by is_
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -92,6 +91,8 @@ def fail_job(
     except Exception:
         exc_info = sys.exc_info()
     run_exception_handlers(job, exc_info, exception_handlers)
+    import traceback  # here: a spawned child whose job succeeds never imports it
+
     return Outcome(OutcomeKind.FAILURE, exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
 
 
@@ -101,6 +102,8 @@ def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[Exception
         try:
             fall_through = handler(job, *exc_info)
         except Exception:
+            import traceback
+
             traceback.print_exc()
             break
         if fall_through is not None and not fall_through:

@@ -15,12 +15,9 @@ import importlib
 import os
 import pickle
 import signal
-import struct
 import sys
 import threading
-import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -31,6 +28,7 @@ from .execution import ExceptionHandler, fail_job, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
+from .pipes import read_message, write_message
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -44,7 +42,6 @@ def _logger() -> Any:
     return logging.getLogger('rqfast.worker')
 
 
-_HEADER = struct.Struct('!Q')
 _BUILD_LOCK = threading.Lock()
 
 
@@ -70,45 +67,7 @@ class Report:
         self.module, self.func_name = module, func_name
 
 
-# --- messages
-
-
-def write_message(fd: int, payload: bytes) -> None:
-    view = memoryview(_HEADER.pack(len(payload)) + payload)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_message(fd: int) -> bytes | None:
-    """One whole message, blocking; None at end of file."""
-    header = _read_exactly(fd, _HEADER.size)
-    return None if header is None else _read_exactly(fd, _HEADER.unpack(header)[0])
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b''.join(chunks)
-
-
-class MessageReader:
-    """Collects one message from whatever reads return, for a reader that polls."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self.message: bytes | None = None
-
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-        if len(self._buffer) >= _HEADER.size:
-            size = _HEADER.unpack_from(self._buffer)[0]
-            if len(self._buffer) >= _HEADER.size + size:
-                self.message = bytes(self._buffer[_HEADER.size : _HEADER.size + size])
+# --- reports (the pipes' framing is in pipes.py)
 
 
 def encode_report(report: Report) -> bytes:
@@ -125,6 +84,8 @@ def encode_report(report: Report) -> bytes:
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a Retry subclass that does not pickle
+        import traceback  # here: a horse whose job succeeds never imports it
+
         failure = ('failure', None, report.exc_string or traceback.format_exc(), *fields[3:])
         return pickle.dumps(failure, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -273,24 +234,45 @@ def flush_stdio() -> None:
 # --- a horse waiting for its job
 
 
-@dataclass(repr=False, eq=False)  # never printed nor compared: fewer methods generated in every child
 class HorseSettings:
-    """What a horse needs from its worker; a spawned child gets it pickled when it starts."""
+    """What a horse needs from its worker; a spawned child gets it pickled when it starts.
 
-    worker_name: str
-    client: tuple[Any, ...] | bytes | None  # connections.client_recipe(); None: the job uses the worker's client
-    job_class: Any
-    serializer: Any
-    death_penalty_class: Any
-    exception_handlers: list[Any]
-    default_timeout: int
-    stand_in: dict[bytes, bytes] | None = None  # a forked horse's warm-up job (stand_in_job())
-    imminent_shutdown_delay: int | None = None  # HerokuWorker: SIGRTMIN ends the job this many seconds later
-    perform: Any = None  # runs the job instead of run_in_horse: a worker subclass's perform_job (a forked horse's)
-    worker_pid: int = 0  # the worker's (0: a horse does not stand by after its report, see _worker_recorded)
-    default_result_ttl: int | None = None  # the worker's, for an orphaned horse's own record (None: RQ's default)
-    disable_default_exception_handler: bool = False  # likewise
-    policy: Any = None  # the worker's rqfast.security.JobPolicy, if it has one
+    A plain class, not a dataclass: the dataclasses module (and the inspect it imports) would cost
+    every spawned child's import.
+    """
+
+    def __init__(
+        self,
+        worker_name: str,
+        client: tuple[Any, ...] | bytes | None,  # connections.client_recipe(); None: the job uses the worker's client
+        job_class: Any,
+        serializer: Any,
+        death_penalty_class: Any,
+        exception_handlers: list[Any],
+        default_timeout: int,
+        stand_in: dict[bytes, bytes] | None = None,  # a forked horse's warm-up job (stand_in_job())
+        imminent_shutdown_delay: int | None = None,  # HerokuWorker: SIGRTMIN ends the job this many seconds later
+        perform: Any = None,  # runs the job instead of run_in_horse: a worker subclass's perform_job (a forked horse's)
+        worker_pid: int = 0,  # the worker's (0: a horse does not stand by after its report, see _worker_recorded)
+        default_result_ttl: int | None = None,  # the worker's, for an orphaned horse's own record (None: RQ's default)
+        disable_default_exception_handler: bool = False,  # likewise
+        policy: Any = None,  # the worker's rqfast.security.JobPolicy, if it has one
+    ) -> None:
+        self.worker_name, self.client, self.job_class, self.serializer = worker_name, client, job_class, serializer
+        self.death_penalty_class, self.exception_handlers = death_penalty_class, exception_handlers
+        self.default_timeout, self.stand_in, self.imminent_shutdown_delay = (
+            default_timeout,
+            stand_in,
+            imminent_shutdown_delay,
+        )
+        self.perform, self.worker_pid, self.default_result_ttl = perform, worker_pid, default_result_ttl
+        self.disable_default_exception_handler, self.policy = disable_default_exception_handler, policy
+
+    def replace(self, **changes: Any) -> HorseSettings:
+        """A copy with `changes` (dataclasses.replace's)."""
+        copy = object.__new__(HorseSettings)
+        vars(copy).update(vars(self), **changes)
+        return copy
 
 
 def serve_one_job(
@@ -390,6 +372,8 @@ def spawn_main(job_fd: int, report_fd: int, module: str = '') -> None:
             serve_one_job(job_fd, report_fd, settings, module)
         code = 0
     except BaseException:
+        import traceback
+
         traceback.print_exc()
     finally:
         flush_stdio()

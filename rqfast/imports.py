@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import sys
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any, TypeVar, cast
 
 _C = TypeVar('_C', bound=type)
@@ -77,12 +77,14 @@ def validate_absolute_path(file_path: str) -> str:
 
 def function_reference(func: Any) -> tuple[Any, str]:
     """(instance, func_name) for a function, bound method, builtin, dotted path or callable instance."""
-    if inspect.ismethod(func):
+    # inspect's ismethod/isfunction/isbuiltin/isclass are these isinstance checks; importing inspect
+    # would cost every spawned child's import
+    if isinstance(func, MethodType):
         return func.__self__, func.__name__
-    if inspect.isfunction(func) or inspect.isbuiltin(func):
+    if isinstance(func, FunctionType | BuiltinFunctionType):
         return None, f'{func.__module__}.{func.__qualname__}'
     if isinstance(func, str):
         return None, func
-    if not inspect.isclass(func) and callable(func):
+    if not isinstance(func, type) and callable(func):
         return func, '__call__'
     raise TypeError(f'Expected a callable or a string, but got: {func}')

@@ -17,13 +17,12 @@ from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .jobhash import job_fields, restore_job
+from .joboptions import Callback, Retry
 from .jobrun import JobRun, running_job
 from .jobspec import (
     JOB_ID_PATTERN,
     UNEVALUATED,
-    Callback,
     Dependency,
-    Retry,
     call_string,
     parse_job_id,
     validate_job_id,
@@ -165,32 +164,9 @@ class Job(JobRun):
         `parent_job` is checked by its status (refreshed with refresh_job_status) and must not be
         canceled or stopped; with a `pipeline`, the dependencies' hashes are WATCHed on it, as in RQ.
         """
-        reader: Any = self.connection
-        if pipeline is not None:
-            if self._dependency_ids:
-                pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
-            reader = pipeline
-        dependency_ids = {as_text(m) for m in reader.smembers(self.dependencies_key)}
-        if exclude_job_id:
-            dependency_ids.discard(exclude_job_id)
-            if parent_job is not None and parent_job.id == exclude_job_id:
-                parent_job = None
-        if parent_job is not None:
-            dependency_ids.discard(parent_job.id)
-            parent_status = parent_job.get_status(refresh=refresh_job_status)
-            if parent_status in (JobStatus.CANCELED, JobStatus.STOPPED):
-                return False
-            if parent_status == JobStatus.FAILED and not self.allow_dependency_failures:
-                return False
-        allowed = {JobStatus.FINISHED.value}
-        if self.allow_dependency_failures:
-            allowed.add(JobStatus.FAILED.value)
-        ordered = sorted(dependency_ids)
-        with self.connection.pipeline(transaction=False) as pipe:
-            for job_id in ordered:
-                pipe.hget(self.key_for(job_id), 'status')
-            statuses = pipe.execute() if ordered else []
-        return all(as_text(status) in allowed for status in statuses if status)
+        from .dependencies import dependencies_are_met  # here: a horse running a job never asks
+
+        return dependencies_are_met(self, parent_job, pipeline, exclude_job_id, refresh_job_status)
 
     # --- reading and writing
 

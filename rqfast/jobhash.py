@@ -7,13 +7,11 @@ both are loops over JobRecord's fields.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from .dates import now, utcformat, utcparse
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
@@ -36,20 +34,27 @@ __all__ = [
 WRITE: Any = object()  # Codec.none: call `write` for None as well
 
 
-class Codec(NamedTuple):
+class Codec:
     """How one attribute is stored in the hash.
 
     `write(job, value)` is the stored value of a value other than None (no `write`: the value itself),
     and None leaves the field out; `none` is what None is stored as (None: left out). `read(job,
     stored)` is the value back. An empty stored value reads as absent unless `read_empty` (RQ parses
     those fields whenever present). An absent field resets the attribute to its default unless `keep`.
+    (Codec, StoredField and _Stored are slotted classes: a NamedTuple costs every spawned child more to make.)
     """
 
-    write: Callable[[Any, Any], Any] | None
-    read: Callable[[Any, bytes], Any]
-    none: Any = None
-    read_empty: bool = False
-    keep: bool = False
+    __slots__ = ('write', 'read', 'none', 'read_empty', 'keep')
+
+    def __init__(
+        self,
+        write: Callable[[Any, Any], Any] | None,
+        read: Callable[[Any, bytes], Any],
+        none: Any = None,
+        read_empty: bool = False,
+        keep: bool = False,
+    ) -> None:
+        self.write, self.read, self.none, self.read_empty, self.keep = write, read, none, read_empty, keep
 
 
 def _text(job: Any, stored: bytes) -> str:
@@ -60,11 +65,23 @@ def _int(job: Any, stored: bytes) -> int:
     return int(stored)
 
 
+# json is imported where a JSON field is written or read: a spawned child whose job has none (the
+# usual one: no retries, dependencies nor webhooks) never imports it.
+
+
 def _json(job: Any, value: Any) -> str:
+    import json
+
     return json.dumps(value)
 
 
+def _nonempty_json(job: Any, value: Any) -> str | None:
+    return _json(job, value) if value else None
+
+
 def _read_json(job: Any, stored: bytes) -> Any:
+    import json
+
     return json.loads(as_text(stored))
 
 
@@ -137,7 +154,7 @@ def _webhook_dict(webhook: Any) -> Any:
 
 
 def _write_webhooks(job: Any, value: list[Any]) -> str | None:
-    return json.dumps([_webhook_dict(webhook) for webhook in value]) if value else None
+    return _json(job, [_webhook_dict(webhook) for webhook in value]) if value else None
 
 
 def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
@@ -145,7 +162,7 @@ def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
     from .webhook import Webhook  # here: a job without webhooks (a spawned child's usual one) never imports it
 
     try:
-        return [Webhook.from_dict(data) for data in json.loads(as_text(stored))]
+        return [Webhook.from_dict(data) for data in _read_json(job, stored)]
     except (ValueError, TypeError, KeyError, AttributeError):
         return []
 
@@ -161,7 +178,7 @@ INT = Codec(None, _int)
 POSITIVE_INT = Codec(_or_none, _int)  # left out when 0
 TIMEOUT = Codec(None, lambda job, v: parse_timeout(as_text(v)))
 JSON = Codec(_json, _read_json)
-NONEMPTY_JSON = Codec(lambda job, v: json.dumps(v) if v else None, _read_json)
+NONEMPTY_JSON = Codec(_nonempty_json, _read_json)
 FLAG = Codec(_flag, _read_flag)
 STRICT_FLAG = Codec(_flag, _read_flag, read_empty=True)
 TRUE_FLAG = Codec(lambda job, v: 1 if v else None, _read_flag)  # left out when false
@@ -175,14 +192,22 @@ RESULT = Codec(_write_result, _read_result, keep=True)
 EXC_INFO = Codec(_write_exc_info, _read_exc_info, keep=True)
 
 
+class _Stored:
+    """A JobRecord field as its class body gives it: the codec, and a default or a factory (for a mutable one)."""
+
+    __slots__ = ('codec', 'default', 'factory')
+
+    def __init__(self, codec: Codec, default: Any, factory: Callable[[], Any] | None) -> None:
+        self.codec, self.default, self.factory = codec, default, factory
+
+
 def _stored(codec: Codec, default: Any = None, factory: Callable[[], Any] | None = None) -> Any:
     """A JobRecord field: its default (or a factory, for a mutable one) and its codec."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={'codec': codec})
-    return field(default=default, metadata={'codec': codec})
+    return _Stored(codec, default, factory)
 
 
-@dataclass(init=False, repr=False, eq=False)  # JobSpec has its own: generating them would cost every child's import
+# A plain class, not a dataclass: the dataclasses module (and the inspect it imports) would cost every
+# spawned child's import. _record_fields below does what the decorator did with the class body.
 class JobRecord:
     """Every field of RQ's `rq:job:<id>` hash, as the Job handle holds it in memory (Job subclasses this).
 
@@ -237,17 +262,33 @@ class JobRecord:
         return bool(self.rate_limit_key and self.rate_limit_concurrency)
 
 
-class StoredField(NamedTuple):
-    name: str  # in the hash
-    attribute: str  # on the job
-    codec: Codec
+class StoredField:
+    __slots__ = ('name', 'attribute', 'codec')
+
+    def __init__(self, name: str, attribute: str, codec: Codec) -> None:
+        self.name = name  # in the hash
+        self.attribute = attribute  # on the job
+        self.codec = codec
 
 
+def _record_fields(record: type) -> list[tuple[str, _Stored]]:
+    """JobRecord's fields in the order of its body; each default becomes the class attribute (a field
+    with a factory has none, its value is made per instance), as a dataclass's would."""
+    found = [(name, value) for name, value in vars(record).items() if isinstance(value, _Stored)]
+    for name, stored in found:
+        if stored.factory is None:
+            setattr(record, name, stored.default)
+        else:
+            delattr(record, name)
+    return found
+
+
+_FIELDS = _record_fields(JobRecord)
 FIRST_DEPENDENCY = Codec(lambda job, v: v[0] if v else None, lambda job, v: [as_text(v)])
 
 # Every field a job's hash can hold, in the order RQ writes them: JobRecord's fields, plus
 # `dependency_id`, the first of `_dependency_ids` again (RQ reads it when `dependency_ids` is absent).
-HASH_FIELDS = [StoredField(f.name.lstrip('_'), f.name, f.metadata['codec']) for f in fields(JobRecord)]
+HASH_FIELDS = [StoredField(name.lstrip('_'), name, stored.codec) for name, stored in _FIELDS]
 HASH_FIELDS.insert(
     [f.name for f in HASH_FIELDS].index('dependency_ids'),
     StoredField('dependency_id', '_dependency_ids', FIRST_DEPENDENCY),
@@ -260,13 +301,13 @@ del _READ['data'], _READ['dependency_id']
 # What an absent field resets its attribute to: a value, or a fresh object from a factory.
 _RESET: dict[str, Any] = {}
 _FRESH: list[tuple[str, Callable[[], Any]]] = []
-for _f in fields(JobRecord):
-    if _f.metadata['codec'].keep or _f.name == 'data':
+for _name, _stored_field in _FIELDS:
+    if _stored_field.codec.keep or _name == 'data':
         continue
-    if _f.default_factory is not MISSING:
-        _FRESH.append((_f.name, _f.default_factory))
+    if _stored_field.factory is not None:
+        _FRESH.append((_name, _stored_field.factory))
     else:
-        _RESET[_f.name] = _f.default
+        _RESET[_name] = _stored_field.default
 
 
 def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]:

@@ -7,7 +7,8 @@ the context variable set here.
 from __future__ import annotations
 
 import contextvars
-import inspect
+from collections.abc import Awaitable
+from types import CoroutineType, GeneratorType
 from typing import Any
 
 from .dates import now, utcformat
@@ -109,11 +110,23 @@ class JobRun(JobSpec):
 
     def _execute(self) -> Any:
         result = self.func(*self.args, **self.kwargs)
-        if inspect.isawaitable(result):
+        if _isawaitable(result):
             import asyncio  # here: a horse that runs no coroutine need not import asyncio
 
             result = asyncio.run(_await(result))
         return result
+
+
+def _isawaitable(value: Any) -> bool:
+    """inspect.isawaitable, without importing inspect (it would cost every spawned child's import)."""
+    return (
+        isinstance(value, CoroutineType)
+        or (isinstance(value, GeneratorType) and bool(value.gi_code.co_flags & _CO_ITERABLE_COROUTINE))
+        or isinstance(value, Awaitable)
+    )
+
+
+_CO_ITERABLE_COROUTINE = 0x100  # inspect.CO_ITERABLE_COROUTINE
 
 
 async def _await(awaitable: Any) -> Any:

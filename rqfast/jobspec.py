@@ -2,16 +2,15 @@
 
 `JobSpec` is the in-memory half of Job (job.py adds the reads and writes): identity and keys, the
 call (`data` <-> func, args, kwargs, serialized lazily), callbacks, dependencies and retries as
-given. Retry, Callback and Dependency are the options `create()` takes; `from rqfast.job import ...`
-re-exports them all.
+given. Retry, Callback (joboptions.py) and Dependency are the options `create()` takes; `from
+rqfast.job import ...` re-exports them all.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys
@@ -20,6 +19,7 @@ from .defaults import CALLBACK_TIMEOUT
 from .exceptions import DeserializationError
 from .imports import function_reference, import_attribute
 from .jobhash import JobRecord
+from .joboptions import Callback, Retry
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .timeouts import parse_timeout
@@ -53,42 +53,6 @@ def call_string(func_name: str | None, args: Any, kwargs: dict[str, Any], max_le
 
     arguments = [cut(arg) for arg in args] + sorted(f'{k}={cut(v)}' for k, v in kwargs.items())
     return f'{func_name}({", ".join(arguments)})'
-
-
-class Retry:
-    def __init__(self, max: int, interval: int | Iterable[int] = 0, enqueue_at_front: bool = False):
-        if max < 1:
-            raise ValueError('max: please enter a value greater than 0')
-        intervals = [interval] if isinstance(interval, int) else list(interval)
-        if any(i < 0 for i in intervals):
-            raise ValueError('interval: negative numbers are not allowed')
-        self.max = max
-        self.intervals = intervals
-        self.enqueue_at_front = enqueue_at_front
-
-    def __repr__(self) -> str:
-        interval = self.intervals[0] if len(self.intervals) == 1 else self.intervals
-        return f'Retry(max={self.max}, interval={interval!r}, enqueue_at_front={self.enqueue_at_front!r})'
-
-    @classmethod
-    def get_interval(cls, count: int, intervals: int | list[int] | None) -> int:
-        if isinstance(intervals, int):
-            return intervals
-        if not intervals:
-            return 0
-        return intervals[min(len(intervals) - 1, count)]
-
-
-class Callback:
-    def __init__(self, func: str | Callable[..., Any], timeout: Any | None = None):
-        if not isinstance(func, str) and not inspect.isfunction(func) and not inspect.isbuiltin(func):
-            raise ValueError('Callback `func` must be a string or function')
-        self.func = func
-        self.timeout = parse_timeout(timeout) if timeout else CALLBACK_TIMEOUT
-
-    @property
-    def name(self) -> str:
-        return self.func if isinstance(self.func, str) else function_reference(self.func)[1]
 
 
 class Dependency:

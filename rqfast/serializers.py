@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 import pickle
 from collections.abc import Callable
 from functools import partial
+from types import ModuleType
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from .imports import import_attribute
@@ -30,10 +29,14 @@ PickleSerializer = DefaultSerializer
 class JSONSerializer:
     @staticmethod
     def dumps(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+        import json  # here, as in jobhash.py: a spawned child with a pickled job never imports it
+
         return json.dumps(obj, *args, **kwargs).encode('utf-8')
 
     @staticmethod
     def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        import json
+
         return json.loads(data.decode('utf-8'), *args, **kwargs)
 
 
@@ -57,7 +60,7 @@ def serializer_path(serializer: Any = None) -> str | None:
     """How `serializer` is named in a setting: None, the alias or path given, a module's name, or a dotted path."""
     if serializer is None or isinstance(serializer, str):
         return serializer
-    if inspect.ismodule(serializer):
+    if isinstance(serializer, ModuleType):  # inspect.ismodule
         return serializer.__name__
     klass = serializer if isinstance(serializer, type) else type(serializer)
     return f'{klass.__module__}.{klass.__qualname__}'

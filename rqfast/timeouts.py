@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import signal
 from types import FrameType, TracebackType
 from typing import Any, Literal
@@ -25,9 +24,17 @@ class HorseMonitorTimeoutException(BaseTimeoutException):
 _UNITS = {'d': 86400, 'h': 3600, 'm': 60, 's': 1}
 
 
+def _integral(value: Any) -> bool:
+    """isinstance(value, numbers.Integral), importing numbers only for a value neither int nor str (a
+    spawned child's job hash holds text)."""
+    import numbers
+
+    return isinstance(value, numbers.Integral)
+
+
 def parse_timeout(timeout: Any) -> int | None:
     """Seconds from an int, a numeric string or digits plus a unit ('90s', '2m', '1h', '1d')."""
-    if timeout is None or isinstance(timeout, numbers.Integral):
+    if timeout is None or isinstance(timeout, int) or (not isinstance(timeout, str) and _integral(timeout)):
         return None if timeout is None else int(timeout)
     try:
         return int(timeout)

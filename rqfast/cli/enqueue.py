@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..jobspec import Retry
+from ..joboptions import Retry
 from ..jobspec import call_string as get_call_string
 from ..status import JobStatus
 from .arguments import parse_function_args, parse_schedule

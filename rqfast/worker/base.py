@@ -1,31 +1,30 @@
-"""BaseWorker: the work loop and its signals; every worker class shares it.
+"""BaseWorker: the work loop; every worker class shares it.
 
 The loop is `step()` repeated: run the claim in hand (or claim one), execute it, finish it and take
 the next claim from the same script call. work() is that loop plus starting and stopping: it waits
 (blocking) while the queues are empty and stops on burst, max_jobs, max_idle_time or a signal.
 
 The worker's other duties have files of their own: records.py (the worker hash, reading workers
-back), commands.py (RQ's pub/sub commands), upkeep.py (heartbeat and maintenance threads, the
-scheduler), finishing.py (one claimed job, from its hash to the Plan recording how it ended),
-order.py (dequeue strategies), waiting.py (blocking while the queues are empty); how a job is
-executed is simple.py's, forking.py's or spawn.py's, the last two with pool.py (the horses) and
-watching.py (the horse running a job).
+back), commands.py (RQ's pub/sub commands), signals.py (SIGINT/SIGTERM: warm and cold shutdown),
+upkeep.py (heartbeat and maintenance threads, the scheduler), finishing.py (one claimed job, from
+its hash to the Plan recording how it ended), order.py (dequeue strategies), waiting.py (blocking
+while the queues are empty); how a job is executed is simple.py's, forking.py's or spawn.py's, the
+last two with pool.py (the horses) and watching.py (the horse running a job).
 
-records, commands, upkeep and finishing give the worker their methods as mixins: RQ's API puts
-them on the worker (Worker.all(), worker.register_birth(), worker.heartbeat(), handle_payload()...)
-and RQ users subclass the worker and override them, which a mixin allows with no forwarding method
-per name. What owns a resource of its own is an object the worker holds instead: the command
-listener, the upkeep threads, the Waiter's blocking connections, the forking workers' horse pool.
+records, commands, signals, upkeep and finishing give the worker their methods as mixins: RQ's API
+puts them on the worker (Worker.all(), worker.register_birth(), worker.heartbeat(),
+handle_payload()...) and RQ users subclass the worker and override them, which a mixin allows with
+no forwarding method per name. What owns a resource of its own is an object the worker holds
+instead: the command listener, the upkeep threads, the Waiter's blocking connections, the forking
+workers' horse pool.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 import uuid
 import warnings
@@ -36,7 +35,7 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import dates, engine, keys, scripts
+from .. import engine, keys, scripts
 from ..backoff import Backoff
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
@@ -62,8 +61,9 @@ from .hooks import JobHooks, handler_list
 from .order import DequeueStrategy, QueueOrder
 from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
 from .records import WorkerRecords
-from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's name here too
-from .signals import ColdShutdown, signal_name
+from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
+from .signals import StopSignals
+from .signals import signal_name as signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
 from .waiting import Waiter, idle_wait, log_dropped
@@ -73,7 +73,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing):
+class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing, StopSignals):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
@@ -195,44 +195,6 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing)
             else:
                 self._engine_client = scripts.DirectLine(self.connection)
         return self._engine_client
-
-    # --- signals
-
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self.request_stop)
-            signal.signal(signal.SIGTERM, self.request_stop)
-
-    def request_stop(self, signum: int, frame: Any) -> None:
-        """Warm shutdown: finish the job in hand, then stop. A second signal is a cold shutdown."""
-        self.log.debug('Worker %s: got signal %s', self.name, signal_name(signum))
-        self.handle_warm_shutdown_request()
-        self._shutdown_requested_date = dates.now()
-        self._stop_requested = True
-        signal.signal(signal.SIGINT, self.request_force_stop)
-        signal.signal(signal.SIGTERM, self.request_force_stop)
-        if self._in_flight:
-            # not from the handler: the interrupted thread may hold the connection pool's lock
-            threading.Thread(target=self._record_shutdown_request, name='rqfast-shutdown', daemon=True).start()
-        elif self._interruptible:
-            raise StopRequested()  # only out of a blocking wait: never between a claim and its record
-
-    def handle_warm_shutdown_request(self) -> None:
-        """RQ's hook for what a warm shutdown does at once (HerokuWorker warns its horse)."""
-        self.log.info('Worker %s: warm shut down requested', self.name)
-
-    def _record_shutdown_request(self) -> None:
-        try:
-            records.write_shutdown_request(self.connection, self.name, self._shutdown_requested_date or dates.now())
-        except redis.RedisError as exc:
-            self.log.warning('Worker %s: could not record the shutdown request: %s', self.name, exc)
-
-    def request_force_stop(self, signum: int, frame: Any) -> None:
-        if self._shutdown_requested_date and (dates.now() - self._shutdown_requested_date).total_seconds() < 1:
-            return
-        self.log.warning('Worker %s: cold shut down', self.name)
-        self.kill_horse()
-        raise ColdShutdown.of(self.name, signum, list(self._in_flight))
 
     # --- starting and stopping
 

@@ -37,10 +37,20 @@ from ..execution import fail_job, run_job, run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
-from ..timeouts import JobTimeoutException, NoDeathPenalty, UnixSignalDeathPenalty
+from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
 from .horses import Horses
 from .signals import ColdShutdown
-from .slots import Done, EventLoop, Running, Threads, claimed_timeout, is_async
+from .slots import (
+    Done,
+    EventLoop,
+    Running,
+    Threads,
+    broken_outcome,
+    claimed_timeout,
+    is_async,
+    stopped_outcome,
+    timed_out_outcome,
+)
 from .waiting import idle_wait
 
 if TYPE_CHECKING:
@@ -48,7 +58,6 @@ if TYPE_CHECKING:
 
 STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
-STOPPED = 'rqfast: job stopped by a stop-job command while it ran on a thread or the event loop\n'
 
 
 class Concurrent:
@@ -203,7 +212,8 @@ class Concurrent:
         for execution_id, running in list(self.running.items()):
             if running.deadline is not None and now >= running.deadline:
                 del self.running[execution_id]
-                ended.append((running, self._done(running, self._timed_out(running))))
+                outcome = timed_out_outcome(self.worker, self._job_of(running), running.timeout, self.penalty)
+                ended.append((running, self._done(running, outcome)))
         return ended
 
     def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
@@ -215,7 +225,8 @@ class Concurrent:
             for execution_id, running in list(self.running.items()):
                 if running.claim.job_id == value:
                     del self.running[execution_id]
-                    ended.append((running, self._done(running, self._stopped(running))))
+                    outcome = stopped_outcome(self.worker, self._job_of(running), running.task, self.penalty)
+                    ended.append((running, self._done(running, outcome)))
             return
         found = self.running.pop(str(token), None)
         if found is not None:  # else a late report: the job was failed at its deadline, or stopped
@@ -264,7 +275,7 @@ class Concurrent:
             with self._events_lock:
                 if self.events is None:
                     self.events = EventLoop(worker.name, self._report)
-            broken = lambda: self._done(running, self._broken(running))  # noqa: E731
+            broken = lambda: self._done(running, broken_outcome(self._job_of(running)))  # noqa: E731
             running.task = self.events.submit(claim.execution_id, self._run_async(running, default), broken)
             return None  # the event loop reports it
         try:
@@ -288,40 +299,13 @@ class Concurrent:
         interval = worker.job_monitoring_interval
         return Done(outcome, plan, engine.ended(job.id, claim.queue or '', claim.execution_id, plan, working, interval))
 
-    # --- how a job ended, when it did not say
+    # --- how a job ended, when it did not say (slots.py makes the Outcome)
 
     def _job_of(self, running: Running) -> Job:
         if running.job is None:  # not loaded yet
             claim = running.claim
             running.job = self.worker._placeholder_job(claim.job_id or '', claim.queue or '')
         return running.job
-
-    def _timed_out(self, running: Running) -> Outcome:
-        job = self._job_of(running)
-        message = f'Task exceeded maximum timeout value ({running.timeout} seconds)'
-        self.worker.log.warning('Worker %s: job %s failed: %s (its thread runs on)', self.worker.name, job.id, message)
-        try:
-            raise JobTimeoutException(message)
-        except JobTimeoutException:
-            return fail_job(job, sys.exc_info(), self.penalty, self.worker._exc_handlers)
-
-    def _stopped(self, running: Running) -> Outcome:
-        job = self._job_of(running)
-        if running.task is not None:
-            running.task.cancel()
-        job.ended_at = job.last_heartbeat = dates.now()
-        self.worker.log.warning('Worker %s: job %s stopped by user', self.worker.name, job.id)
-        try:
-            job.execute_stopped_callback(self.penalty)
-        except Exception:
-            self.worker.log.exception('Job %s: error while executing stopped callback', job.id)
-        return Outcome(OutcomeKind.STOPPED, exc_string=STOPPED)
-
-    def _broken(self, running: Running) -> Outcome:
-        """An async job's task that ended with no outcome (cancelled, or a BaseException got out)."""
-        job = self._job_of(running)
-        job.ended_at = job.last_heartbeat = dates.now()
-        return Outcome(OutcomeKind.FAILURE, exc_string=f'rqfast: the task of job {job.id} ended without an outcome\n')
 
     # --- recording
 

@@ -23,7 +23,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from .. import engine, horse
+from .. import engine, horse, pipes
 from ..connections import client_recipe
 from ..defaults import HORSE_KILL_GRACE
 from ..job import Job
@@ -123,7 +123,7 @@ class Worker(BaseWorker):
         job = (claim.job_id, claim.raw, claim.started_at, claim.queue or '', claim.execution_id)
         message = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            horse.write_message(work_horse.job_fd, message)
+            pipes.write_message(work_horse.job_fd, message)
         except BrokenPipeError:  # the horse died just now: watching it tells how
             pass
         self._pool.ack_after_record.append(work_horse.job_fd)  # closed, with a byte, once the outcome is recorded

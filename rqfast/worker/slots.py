@@ -5,7 +5,8 @@ functions run as tasks of the one event loop of `EventLoop`, on a thread of its 
 to Redis: each hands back how its job ended by calling `report(token, outcome)`, and the worker's
 loop (concurrent.py) records it. A thread cannot be killed: one whose job outlived its timeout, or
 was stopped, is left to end on its own and its late report is dropped by the loop; a fresh thread
-takes its place, so the worker still has its N slots.
+takes its place, so the worker still has its N slots. The Outcome of a job that cannot say how it
+ended (past its deadline, stopped, its task broken) is made here too, for the loop to record.
 """
 
 from __future__ import annotations
@@ -13,19 +14,22 @@ from __future__ import annotations
 import asyncio
 import inspect
 import queue
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .. import engine
+from .. import dates, engine
+from ..execution import fail_job
 from ..job import Job
-from ..outcome import Outcome
+from ..outcome import Outcome, OutcomeKind
 from ..text import as_text
-from ..timeouts import parse_timeout
+from ..timeouts import JobTimeoutException, parse_timeout
 
 Report = Callable[[object, Any], None]
+STOPPED = 'rqfast: job stopped by a stop-job command while it ran on a thread or the event loop\n'
 
 
 @dataclass
@@ -144,3 +148,35 @@ def claimed_timeout(claim: engine.Claim, default: int) -> int:
 
 
 _timeouts: dict[Any, int] = {}  # a stored timeout -> its seconds (0: none, or unreadable)
+
+
+# --- how a job ended, when it could not say: its thread runs on, or its task was cancelled
+
+
+def timed_out_outcome(worker: Any, job: Job, timeout: int, penalty: Any) -> Outcome:
+    """A job past its deadline: failed with JobTimeoutException, its failure callback and handlers run."""
+    message = f'Task exceeded maximum timeout value ({timeout} seconds)'
+    worker.log.warning('Worker %s: job %s failed: %s (its thread runs on)', worker.name, job.id, message)
+    try:
+        raise JobTimeoutException(message)
+    except JobTimeoutException:
+        return fail_job(job, sys.exc_info(), penalty, worker._exc_handlers)
+
+
+def stopped_outcome(worker: Any, job: Job, task: Any, penalty: Any) -> Outcome:
+    """A job stopped by a stop-job command: its task (an async job's) cancelled, its stopped callback run."""
+    if task is not None:
+        task.cancel()
+    job.ended_at = job.last_heartbeat = dates.now()
+    worker.log.warning('Worker %s: job %s stopped by user', worker.name, job.id)
+    try:
+        job.execute_stopped_callback(penalty)
+    except Exception:
+        worker.log.exception('Job %s: error while executing stopped callback', job.id)
+    return Outcome(OutcomeKind.STOPPED, exc_string=STOPPED)
+
+
+def broken_outcome(job: Job) -> Outcome:
+    """An async job's task that ended with no outcome (cancelled, or a BaseException got out)."""
+    job.ended_at = job.last_heartbeat = dates.now()
+    return Outcome(OutcomeKind.FAILURE, exc_string=f'rqfast: the task of job {job.id} ended without an outcome\n')

@@ -8,14 +8,13 @@ the next child starts while the job runs. A child runs one job and exits, so iso
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import pickle
 import sys
 from typing import Any
 
-from .. import horse
+from .. import pipes
 from ..connections import client_recipe
 from .forking import Worker
 from .pool import Horse
@@ -125,7 +124,7 @@ class SpawnWorker(Worker):
         os.close(report_write)
         spawned = self._pool.adopt(pid, job_write, report_read)
         try:
-            horse.write_message(job_write, self._pickled_settings())
+            pipes.write_message(job_write, self._pickled_settings())
         except BrokenPipeError:  # it died at once: taking it as a horse notices
             pass
         return spawned
@@ -140,8 +139,7 @@ class SpawnWorker(Worker):
                     self.name,
                 )
             # a new interpreter has no copy-on-write, nor the worker's perform_job & co. (neither has RQ's child)
-            settings = dataclasses.replace(
-                self.horse_settings(),
+            settings = self.horse_settings().replace(
                 exception_handlers=self._picklable_handlers(),
                 client=client,
                 stand_in=None,

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import horse
+from .. import pipes
 from . import reports
 from .pool import Horse, HorsePool
 
@@ -33,7 +33,7 @@ def watch(
     open); `kill`: kills the horse; `forget`: the worker stops naming it as its running horse (first,
     so that no command kills its pid once it has been reaped).
     """
-    reader = horse.MessageReader()
+    reader = pipes.MessageReader()
     poller = select.poll()
     poller.register(work_horse.report_fd, select.POLLIN)
     reaped: tuple[int, Any] | None = None
@@ -71,7 +71,7 @@ def watch(
     return reports.HorseEnd(None, status, rusage, timed_out)
 
 
-def _drain(poller: Any, fd: int, reader: horse.MessageReader) -> None:
+def _drain(poller: Any, fd: int, reader: pipes.MessageReader) -> None:
     while reader.message is None and poller.poll(0):
         data = os.read(fd, 1 << 16)
         if not data:

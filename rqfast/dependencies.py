@@ -1,0 +1,52 @@
+"""RQ's Job.dependencies_are_met: whether a deferred job's dependencies, as Redis holds them, let it run.
+
+Job.dependencies_are_met calls it when asked (a horse running a job never imports this module).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .status import JobStatus
+from .text import as_text
+
+if TYPE_CHECKING:
+    from .job import Job
+
+__all__ = ['dependencies_are_met']
+
+
+def dependencies_are_met(
+    job: Job,
+    parent_job: Job | None = None,
+    pipeline: Any = None,
+    exclude_job_id: str | None = None,
+    refresh_job_status: bool = True,
+) -> bool:
+    """Job.dependencies_are_met(parent_job, pipeline, exclude_job_id, refresh_job_status) of `job`."""
+    reader: Any = job.connection
+    if pipeline is not None:
+        if job.depends_on_ids:
+            pipeline.watch(*[job.key_for(job_id) for job_id in job.depends_on_ids])
+        reader = pipeline
+    dependency_ids = {as_text(m) for m in reader.smembers(job.dependencies_key)}
+    if exclude_job_id:
+        dependency_ids.discard(exclude_job_id)
+        if parent_job is not None and parent_job.id == exclude_job_id:
+            parent_job = None
+    if parent_job is not None:
+        dependency_ids.discard(parent_job.id)
+        parent_status = parent_job.get_status(refresh=refresh_job_status)
+        if parent_status in (JobStatus.CANCELED, JobStatus.STOPPED):
+            return False
+        if parent_status == JobStatus.FAILED and not job.allow_dependency_failures:
+            return False
+    allowed = {JobStatus.FINISHED.value}
+    if job.allow_dependency_failures:
+        allowed.add(JobStatus.FAILED.value)
+    ordered = sorted(dependency_ids)
+    with job.connection.pipeline(transaction=False) as pipe:
+        for job_id in ordered:
+            pipe.hget(job.key_for(job_id), 'status')
+        statuses = pipe.execute() if ordered else []
+    return all(as_text(status) in allowed for status in statuses if status)
