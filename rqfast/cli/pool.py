@@ -13,22 +13,14 @@ from ..logutils import setup_loghandlers
 from ..worker_pool import WorkerPool
 from . import classes
 from .errors import CliError
-from .settings import connect, prepend_paths, read_settings, redis_options
+from .settings import class_options, connect, prepend_paths, read_settings, redis_options
 
 
 @click.command('worker-pool')
 @click.argument('queues', nargs=-1)
 @redis_options
 @click.option('--num-workers', '-n', type=int, default=1, show_default=True, help='Number of workers to start.')
-@click.option(
-    '--worker-class',
-    '-w',
-    envvar=['RQFAST_WORKER_CLASS', 'RQ_WORKER_CLASS'],
-    help='Worker class (default rqfast.Worker; rq.Worker, rq.SimpleWorker... map to rqfast).',
-)
-@click.option('--job-class', '-j', envvar=['RQFAST_JOB_CLASS', 'RQ_JOB_CLASS'], help='Job class (rqfast.job.Job).')
-@click.option('--queue-class', envvar=['RQFAST_QUEUE_CLASS', 'RQ_QUEUE_CLASS'], help='Queue class (rqfast.Queue).')
-@click.option('--serializer', '-S', help='json, pickle (the default), or a dotted path.')
+@class_options
 @click.option('--burst', '-b', is_flag=True, help='Quit when the queues are empty (no worker is restarted).')
 @click.option('--logging-level', '-l', default='INFO', show_default=True, help='Log level.')
 @click.option('--exception-handler', multiple=True, help='Dotted path of an exception handler (repeatable).')

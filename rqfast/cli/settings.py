@@ -61,6 +61,28 @@ def redis_options(func: F) -> F:
     return func
 
 
+def class_options(func: F) -> F:
+    """The worker commands' class options (`rqfast worker`, `rqfast worker-pool`), as rq's."""
+    options = [
+        click.option(
+            '--worker-class',
+            '-w',
+            envvar=['RQFAST_WORKER_CLASS', 'RQ_WORKER_CLASS'],
+            help='Worker class (default rqfast.Worker; rq.Worker, rq.SimpleWorker... map to rqfast).',
+        ),
+        click.option(
+            '--job-class', '-j', envvar=['RQFAST_JOB_CLASS', 'RQ_JOB_CLASS'], help='Job class (rqfast.job.Job).'
+        ),
+        click.option(
+            '--queue-class', envvar=['RQFAST_QUEUE_CLASS', 'RQ_QUEUE_CLASS'], help='Queue class (rqfast.Queue).'
+        ),
+        click.option('--serializer', '-S', help='json, pickle (the default), or a dotted path.'),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def prepend_paths(paths: Sequence[str]) -> None:
     """Put the --path directories first on sys.path, in the order given."""
     for path in reversed(paths):

@@ -18,7 +18,7 @@ from ..worker import BaseWorker, DequeueStrategy
 from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
 from . import classes
 from .errors import CliError
-from .settings import connect, prepend_paths, read_settings, redis_options
+from .settings import class_options, connect, prepend_paths, read_settings, redis_options
 
 DEFAULT_LOG_FORMAT = '%(asctime)s %(message)s'
 DEFAULT_DATE_FORMAT = '%H:%M:%S'
@@ -64,15 +64,7 @@ class WorkerOptions:
 @click.command()
 @click.argument('queues', nargs=-1)
 @redis_options
-@click.option(
-    '--worker-class',
-    '-w',
-    envvar=['RQFAST_WORKER_CLASS', 'RQ_WORKER_CLASS'],
-    help='Worker class (default rqfast.Worker; rq.Worker, rq.SimpleWorker... map to rqfast).',
-)
-@click.option('--job-class', '-j', envvar=['RQFAST_JOB_CLASS', 'RQ_JOB_CLASS'], help='Job class (rqfast.job.Job).')
-@click.option('--queue-class', envvar=['RQFAST_QUEUE_CLASS', 'RQ_QUEUE_CLASS'], help='Queue class (rqfast.Queue).')
-@click.option('--serializer', '-S', help='json, pickle (the default), or a dotted path.')
+@class_options
 @click.option('--burst', '-b', is_flag=True, help='Quit when the queues are empty.')
 @click.option('--name', '-n', help='Worker name (default: settings NAME, else a random one).')
 @click.option('--results-ttl', type=int, default=DEFAULT_RESULT_TTL, show_default=True, help='Seconds to keep results.')
