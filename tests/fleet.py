@@ -126,11 +126,15 @@ class KillableRedis:
             self.proc.wait(10)
             self.proc = None
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """A clean shutdown (SIGTERM); start() brings it back with its data."""
         if self.proc is not None:
             self.proc.terminate()
             self.proc.wait(10)
             self.proc = None
+
+    def close(self) -> None:
+        self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

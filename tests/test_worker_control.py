@@ -6,16 +6,8 @@ tests read Redis to see what it did. Everything is bounded in time.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,56 +23,14 @@ from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRe
 try:
     import jobs
     import worker_jobs
+    from fleet import KillableRedis as PrivateRedis
+    from fleet import WorkerProcess, wait_until
 except ImportError:  # tests/ became a package
     from tests import jobs, worker_jobs  # type: ignore[no-redef]
+    from tests.fleet import KillableRedis as PrivateRedis  # type: ignore[no-redef]
+    from tests.fleet import WorkerProcess, wait_until  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
-
-HELPER = Path(__file__).with_name('worker_process.py')
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = 'condition') -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
-
-
-class WorkerProcess:
-    def __init__(self, url: str, options: dict[str, Any], log_path: Path) -> None:
-        self.name = options.setdefault('name', uuid.uuid4().hex)
-        self.key = f'rq:worker:{self.name}'
-        self.log_path = log_path
-        self.log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in stop()
-        path = os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])
-        env = {**os.environ, 'PYTHONPATH': path}
-        self.proc = subprocess.Popen(
-            [sys.executable, str(HELPER), url, json.dumps(options)],
-            stdout=self.log_file,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors='replace')
-
-    def signal(self, signum: int) -> None:
-        self.proc.send_signal(signum)
-
-    def wait(self, timeout: float = 10.0) -> int:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f'the worker did not exit in {timeout} s; its log:\n{self.log()}') from None
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.log_file.close()
 
 
 @pytest.fixture
@@ -269,67 +219,13 @@ def test_burst_worker_exits_when_suspended(redis_conn: redis.Redis) -> None:
 # A lost connection
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return int(sock.getsockname()[1])
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, with an append-only file so a restart keeps the data."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.dir = tempfile.mkdtemp(prefix='rqfast-lost-')
-        self.url = f'redis://127.0.0.1:{self.port}/0'
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which('redis-server') or 'redis-server'
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                '--port',
-                str(self.port),
-                '--bind',
-                '127.0.0.1',
-                '--save',
-                '',
-                '--appendonly',
-                'yes',
-                '--appendfsync',
-                'always',
-                '--dir',
-                self.dir,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        wait_until(lambda: self._ping(client), what='the private redis-server')
-        client.close()
-
-    @staticmethod
-    def _ping(client: redis.Redis) -> bool:
-        try:
-            return bool(client.ping())
-        except redis.ConnectionError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
-
-
 @pytest.fixture
 def private_redis() -> Iterator[PrivateRedis]:
+    """A redis-server of this test's own, with an append-only file so a restart keeps the data."""
     server = PrivateRedis()
     server.start()
     yield server
-    server.stop()
-    shutil.rmtree(server.dir, ignore_errors=True)
+    server.close()
 
 
 def test_idle_worker_survives_a_lost_connection(private_redis: PrivateRedis, start_worker: Any) -> None:
