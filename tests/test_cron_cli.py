@@ -51,6 +51,9 @@ def run_until_two_runs(conn: redis.Redis, impl: str, config: Path, *options: str
             time.sleep(0.05)
         [name] = [n.decode() for n in conn.zrange(keys.CRON_SCHEDULERS, 0, -1)]
         assert conn.hget(keys.cron_scheduler_key(name), 'config_file') == str(config).encode()
+        # the run is in Redis before its "Enqueued" line is logged: let the line come out (the next run
+        # is a second away), or the signal's line may come first and the logs differ by that alone
+        time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=15)
     finally:
