@@ -253,7 +253,15 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self.bootstrap(logging_level, date_format, log_format)
         if with_scheduler:
             self.start_scheduler(burst)
-        if self.concurrency > 1 and not self.uses_hooks:  # (RQ's hooks run one job at a time)
+        if self.concurrency > 1 and self.uses_hooks and not self.runs_jobs_in_process:
+            self.log.warning(
+                "Worker %s: %s overrides RQ's hooks, which a forking or spawn worker runs one job at a time: "
+                'concurrency %d is not used',
+                self.name,
+                type(self).__name__,
+                self.concurrency,
+            )
+        elif self.concurrency > 1:  # (a SimpleWorker's hooks run on each job's thread)
             from .concurrent import work_concurrently
 
             return work_concurrently(self, burst, max_jobs, max_idle_time)

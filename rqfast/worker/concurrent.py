@@ -38,9 +38,11 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
 from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
+from .hooks import execute_on_thread
 from .horses import Horses
 from .signals import ColdShutdown
 from .slots import (
+    Ack,
     Done,
     EventLoop,
     Running,
@@ -75,6 +77,9 @@ class Concurrent:
         self.backoff = Backoff()
         self._events_lock = threading.Lock()
         self.started = 0
+        self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
+        if worker._hands is None:  # (the hooks' job in hand, per job thread: made before the threads)
+            worker._hands = threading.local()
         # a forking or spawn worker's jobs run in horses of their own (horses.py)
         self.horses = None if worker.runs_jobs_in_process else Horses(worker)
         penalty = worker.death_penalty_class
@@ -118,6 +123,7 @@ class Concurrent:
             self._fail_all(reason)
             raise
         finally:
+            self.closed = True
             sys.setswitchinterval(switch)
             self.threads.close()
             if self.events is not None:
@@ -229,8 +235,13 @@ class Concurrent:
                     ended.append((running, self._done(running, outcome)))
             return
         found = self.running.pop(str(token), None)
-        if found is not None:  # else a late report: the job was failed at its deadline, or stopped
+        if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
+            if found is not None:
+                self.worker._in_flight.pop(found.claim.job_id or '', None)
+        elif found is not None:
             ended.append((found, value))
+        elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
+            value.ack.set(False)
 
     # --- starting a job: the loop only hands the claim over; its thread loads, runs and plans it
 
@@ -270,6 +281,13 @@ class Concurrent:
             running.deadline = None  # its horse times out by itself, and its watcher kills it after a grace
             outcome, stopped = self.horses.execute(job, claim)
             return self._done(running, outcome, stopped)
+        if worker.uses_hooks:  # a subclass's execute_job runs the job here; its record comes through _deliver
+            failed, recorded = execute_on_thread(worker, job, claim, self.penalty, lambda o: self._deliver(running, o))
+            if failed is not None:
+                return self._done(running, failed)
+            if not recorded:
+                self.reports.put((claim.execution_id, None))
+            return None
         if is_async(job):
             running.deadline = None  # its task times out by itself
             with self._events_lock:
@@ -289,10 +307,17 @@ class Concurrent:
         outcome = await run_job_async(running.job, self.worker._exc_handlers, default_timeout=default_timeout)
         return self._done(running, outcome)
 
-    def _done(self, running: Running, outcome: Outcome, stopped: bool = False) -> Done:
+    def _deliver(self, running: Running, outcome: Outcome) -> bool:
+        """On a job thread, from the hooks: the loop records the outcome; True once it has (as RQ's
+        handle_job_success returns once the job is recorded), False if it was not."""
+        ack = Ack()
+        self.reports.put((running.claim.execution_id, self._done(running, outcome, log=False)._replace(ack=ack)))
+        return ack.wait(lambda: self.closed)
+
+    def _done(self, running: Running, outcome: Outcome, stopped: bool = False, log: bool = True) -> Done:
         """How the job ended and the Plan recording it (made where it ran, off the loop's path)."""
         worker, job, claim = self.worker, self._job_of(running), running.claim
-        if outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
+        if log and outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
             worker._log_exception(job, outcome.exc_string)  # (as SimpleWorker.execute logs it)
         plan = worker._plan(job, claim, outcome, stopped, dates.now())
         working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
@@ -339,6 +364,8 @@ class Concurrent:
             self.horses.recorded()  # the horses standing by after their report may exit
         for (running, done), recorded in zip(ended, batch.recorded, strict=True):
             self._account(self._job_of(running), done, recorded)
+            if done.ack is not None:
+                done.ack.set(recorded)
         if not self.running and not batch.claims:
             worker._state = WorkerStatus.IDLE
             worker._job_started_monotonic = None
@@ -359,8 +386,8 @@ class Concurrent:
             worker.failed_job_count += 1
         if job.ended_at and job.started_at:
             worker.total_working_time += (job.ended_at - job.started_at).total_seconds()
-        if outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO):
-            worker._log_outcome(job, outcome)  # (a success logs INFO lines only)
+        if done.ack is None and (outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO)):
+            worker._log_outcome(job, outcome)  # (a success logs INFO lines only; the hooks log their own)
 
     def _fail_all(self, reason: str) -> None:
         """A cold shutdown: every job in flight fails, with the reason, in one call."""

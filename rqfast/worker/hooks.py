@@ -16,12 +16,17 @@ worker is made and when work() starts); then they are called where RQ calls them
 
 Called directly (as RQ's tests and some tools do, with a job no worker claimed), they run and record
 at once. With hooks, the next job is claimed by its own call: one more round trip per job.
+
+A SimpleWorker at concurrency > 1 calls execute_job on each job's thread (concurrent.py): the job
+in hand is the thread's own, and recording hands the outcome to the worker's loop, which records it
+with the others that ended meanwhile; the hook goes on once it is recorded, as at concurrency 1.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -51,6 +56,10 @@ class JobInHand:
     now: datetime | None = None
     ran: Outcome | None = None  # what perform_job's run ended with (handle_job_success records its value)
     recorded: Outcome | None = None
+    # On a job thread of a worker at concurrency > 1 (concurrent.py): the death penalty that works
+    # there, and how an outcome goes to the worker's loop, which records it (True once recorded)
+    penalty: Any = None
+    deliver: Callable[[Outcome], bool] | None = None
 
 
 def replaced(worker: Any, name: str) -> bool:
@@ -86,7 +95,7 @@ class JobHooks:
     _exc_handlers: list[Callable[..., Any]]
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]
-    _in_hand: JobInHand | None = None
+    _hands: threading.local | None = None  # the job in hand, per thread (a worker at concurrency > 1 has several)
     execution: Any  # Stepwise's: what prepare_execution made, for a job driven by hand
     _is_horse = False
     uses_hooks = False
@@ -102,6 +111,17 @@ class JobHooks:
 
     def pop_exc_handler(self) -> Callable[..., Any]:
         return self._exc_handlers.pop()
+
+    @property
+    def _in_hand(self) -> JobInHand | None:
+        hands = self._hands
+        return None if hands is None else getattr(hands, 'job', None)
+
+    @_in_hand.setter
+    def _in_hand(self, in_hand: JobInHand | None) -> None:
+        if self._hands is None:
+            self._hands = threading.local()
+        self._hands.job = in_hand
 
     def look_for_hooks(self) -> None:
         self.uses_hooks = any(replaced(self, name) for name in HOOKS)
@@ -123,7 +143,7 @@ class JobHooks:
     def perform_job(self, job: Job, queue: Any) -> bool:
         """Run the job in this process, then handle_job_success or handle_job_failure; True unless it failed."""
         in_hand = self._in_hand_for(job, queue)
-        outcome = in_hand.ran = self._run(job, in_hand.now)
+        outcome = in_hand.ran = self._run(job, in_hand.now, in_hand.penalty)
         if outcome.kind is OutcomeKind.SUCCESS:
             self.handle_job_success(job, queue, _started_registry(queue))
             if not self._is_horse:
@@ -178,14 +198,15 @@ class JobHooks:
 
     # --- how they run
 
-    def _run(self, job: Job, now: datetime | None) -> Outcome:
+    def _run(self, job: Job, now: datetime | None, penalty: Any = None) -> Outcome:
         timeout = self.queue_class.DEFAULT_TIMEOUT
+        penalty = penalty or self.death_penalty_class
         try:
-            return run_job(job, self.death_penalty_class, self._exc_handlers, default_timeout=timeout, clock=clock(now))
+            return run_job(job, penalty, self._exc_handlers, default_timeout=timeout, clock=clock(now))
         except ColdShutdown:  # the worker's own stop: the job is failed with it, and the worker stops
             raise
         except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
-            return fail_job(job, sys.exc_info(), self.death_penalty_class, self._exc_handlers, clock(now))
+            return fail_job(job, sys.exc_info(), penalty, self._exc_handlers, clock(now))
 
     def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
         """The claim being run; for a job called in directly, one of its own, ending the execution that
@@ -203,6 +224,10 @@ class JobHooks:
         in_hand.recorded = outcome
         if self._is_horse:
             return  # the worker records what the horse reports
+        if in_hand.deliver is not None:  # a job thread at concurrency > 1: the loop records it
+            if in_hand.deliver(outcome) and outcome.kind is OutcomeKind.SUCCESS:
+                self._log_completed(job)
+            return
         self._finish(job, in_hand.claim, outcome, False, in_hand.now)
         if self.execution is not None and self.execution.id == in_hand.claim.execution_id:
             self.execution = None  # ended (RQ's cleanup_execution)
@@ -303,3 +328,25 @@ def perform_in_horse(worker: JobHooks, job: Job) -> Outcome:
         reason = f'rqfast: {type(worker).__name__}.perform_job() returned without recording how job {job.id} ended\n'
         return Outcome(OutcomeKind.FAILURE, exc_string=reason)
     return in_hand.recorded
+
+
+def execute_on_thread(
+    worker: JobHooks, job: Job, claim: engine.Claim, penalty: Any, deliver: Callable[[Outcome], bool]
+) -> tuple[Outcome | None, bool]:
+    """A worker at concurrency > 1 with hooks, on the job's thread: execute_job runs the job, and what
+    it records goes to the worker's loop through `deliver` (which returns once it is recorded).
+
+    The answer: the Outcome for the loop to record when execute_job raised before recording (else
+    None), and whether anything was recorded: an override that records nothing leaves the job as it
+    left it, started, as at concurrency 1.
+    """
+    in_hand = worker._in_hand = JobInHand(claim, penalty=penalty, deliver=deliver)
+    try:
+        worker.execute_job(job, worker._queue_named(claim.queue or job.origin))
+    except BaseException:  # (on a thread, a SystemExit from the hook cannot stop the worker: it fails the job)
+        if in_hand.recorded is None:
+            return Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()), True
+        worker.log.exception('Worker %s: error after job %s was recorded', worker.name, job.id)
+    finally:
+        worker._in_hand = None
+    return None, in_hand.recorded is not None

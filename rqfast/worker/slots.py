@@ -44,11 +44,32 @@ class Running:
 
 
 class Done(NamedTuple):
-    """A job's report: how it ended, the Plan recording it, and the outcome as finish_jobs takes it."""
+    """A job's report: how it ended, the Plan recording it, and the outcome as finish_jobs takes it;
+    `ack`: the job's thread waits on it until the loop has recorded it (a worker subclass's hooks)."""
 
     outcome: Outcome
     plan: engine.Plan
     ended: engine.Ended
+    ack: Ack | None = None
+
+
+class Ack:
+    """A job thread's wait for the loop to record its outcome: set with whether it was recorded."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.recorded = False
+
+    def set(self, recorded: bool) -> None:
+        self.recorded = recorded
+        self._event.set()
+
+    def wait(self, gone: Callable[[], bool]) -> bool:
+        """True once recorded; False if fenced off, dropped (too late), or the loop is `gone()`."""
+        while not self._event.wait(1.0):
+            if gone():
+                return False
+        return self.recorded
 
 
 class Threads:
