@@ -17,7 +17,6 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -104,25 +103,55 @@ class EventLoop:
         self.thread = threading.Thread(target=self.loop.run_forever, name=f'rqfast-loop-{name}', daemon=True)
         self.thread.start()
 
-    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> Future[Any]:
+    def call(self, run: Callable[[], Any]) -> None:
+        """Run `run()` on the loop's thread, soon (from any thread)."""
+        self.loop.call_soon_threadsafe(run)
+
+    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> LoopTask:
         """Run the coroutine as a task and report what it returns; `broken()` is reported instead when
-        it ends with no answer (cancelled, or a BaseException got out of it)."""
-        future = asyncio.run_coroutine_threadsafe(run, self.loop)
+        it ends with no answer (cancelled, or a BaseException got out of it). From any thread."""
+        task = LoopTask(self.loop)
+        coroutine = self._reporting(token, run, broken)
+        if threading.get_ident() == self.thread.ident:
+            task.start(coroutine)  # (a job loaded on the loop's thread starts at once)
+        else:
+            self.loop.call_soon_threadsafe(task.start, coroutine)
+        return task
 
-        def done(finished: Future[Any]) -> None:
-            if finished.cancelled() or finished.exception() is not None:
-                self.report(token, broken())
-            else:
-                self.report(token, finished.result())
-
-        future.add_done_callback(done)
-        return future
+    async def _reporting(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> None:
+        try:
+            done = await run
+        except asyncio.CancelledError:
+            self.report(token, broken())
+            raise
+        except BaseException:  # (a SystemExit from a job: the loop goes on)
+            self.report(token, broken())
+            return
+        self.report(token, done)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+class LoopTask:
+    """An async job's task on the loop, as the worker's thread holds it: `cancel()` from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        self.task = self.loop.create_task(coroutine)
+
+    def cancel(self) -> None:
+        self.loop.call_soon_threadsafe(self._cancel)  # (after start: the loop runs its callbacks in order)
+
+    def _cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
 
 def is_async(job: Job) -> bool:
