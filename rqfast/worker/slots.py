@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import queue
+import select
+import selectors
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -99,7 +102,7 @@ class EventLoop:
 
     def __init__(self, name: str, report: Report) -> None:
         self.report = report
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f'rqfast-loop-{name}', daemon=True)
         self.thread.start()
 
@@ -152,6 +155,37 @@ class LoopTask:
     def _cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """asyncio's loop, with timers on time (a loop of another event loop policy, e.g. uvloop's, as it is)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # (policies are deprecated from Python 3.14)
+        policy = getattr(asyncio, 'get_event_loop_policy', lambda: None)()
+    if policy is not None and type(policy) is not asyncio.DefaultEventLoopPolicy:
+        return asyncio.new_event_loop()
+    if not hasattr(selectors, 'EpollSelector'):
+        return asyncio.new_event_loop()  # (kqueue's timeouts are in nanoseconds already)
+    return asyncio.SelectorEventLoop(PreciseEpollSelector())
+
+
+if hasattr(selectors, 'EpollSelector'):
+
+    class PreciseEpollSelector(selectors.EpollSelector):
+        """epoll, waking on time: epoll's own timeout is in whole milliseconds, rounded up, so a 10 ms
+        asyncio.sleep() took 10.5 ms on average, and the jobs whose timers fell in the same millisecond
+        all ended in the same tick (and then ran in lock-step: claimed, loaded and recorded together).
+        A timed wait is made with select() on the epoll fd itself (microseconds), then epoll is read."""
+
+        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+            if timeout is not None and timeout > 0 and self.fileno() < FD_SETSIZE:
+                if not select.select([self.fileno()], [], [], timeout)[0]:
+                    return []
+                timeout = 0
+            return super().select(timeout)
+
+
+FD_SETSIZE = 1024  # select() takes file descriptors below it only
 
 
 def is_async(job: Job) -> bool:
