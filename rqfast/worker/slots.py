@@ -159,14 +159,17 @@ class LoopTask:
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """asyncio's loop, with timers on time (a loop of another event loop policy, e.g. uvloop's, as it is)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', DeprecationWarning)  # (policies are deprecated from Python 3.14)
-        policy = getattr(asyncio, 'get_event_loop_policy', lambda: None)()
-    if policy is not None and type(policy) is not asyncio.DefaultEventLoopPolicy:
-        return asyncio.new_event_loop()
-    if not hasattr(selectors, 'EpollSelector'):
+    if not hasattr(selectors, 'EpollSelector') or not _default_policy():
         return asyncio.new_event_loop()  # (kqueue's timeouts are in nanoseconds already)
     return asyncio.SelectorEventLoop(PreciseEpollSelector())
+
+
+def _default_policy() -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # (policies are deprecated from Python 3.14)
+        get_policy = getattr(asyncio, 'get_event_loop_policy', None)
+        default = getattr(asyncio, 'DefaultEventLoopPolicy', None)
+        return get_policy is None or default is None or type(get_policy()) is default
 
 
 if hasattr(selectors, 'EpollSelector'):
