@@ -110,3 +110,14 @@ def crash(code: int = 3) -> None:
     import os
 
     os._exit(code)
+
+
+def where() -> list[int]:
+    """The thread this function runs on (and no event loop: it runs on a job thread)."""
+    return [0, threading.get_ident()]
+
+
+async def async_exit() -> None:
+    """A coroutine that raises SystemExit (a BaseException that is no Exception)."""
+    await asyncio.sleep(0.01)
+    raise SystemExit(3)

@@ -23,7 +23,6 @@ import queue
 import sys
 import threading
 import time
-import traceback
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,26 +32,22 @@ from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
 from ..exceptions import StopRequested
-from ..execution import fail_job, run_job, run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
 from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
-from .hooks import execute_on_thread
 from .horses import Horses
 from .signals import ColdShutdown
 from .slots import (
-    Ack,
     Done,
     EventLoop,
     Running,
     Threads,
-    broken_outcome,
     claimed_timeout,
-    is_async,
     stopped_outcome,
     timed_out_outcome,
 )
+from .steps import JobSteps
 from .waiting import idle_wait
 
 if TYPE_CHECKING:
@@ -62,7 +57,7 @@ STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
 
 
-class Concurrent:
+class Concurrent(JobSteps):
     """The loop of one worker running up to `size` jobs at once."""
 
     coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
@@ -76,6 +71,7 @@ class Concurrent:
         self.events: EventLoop | None = None
         self.backoff = Backoff()
         self._events_lock = threading.Lock()
+        self.async_next = False  # the last job loaded was async: load the next on the event loop's thread
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
         if worker._hands is None:  # (the hooks' job in hand, per job thread: made before the threads)
@@ -86,8 +82,8 @@ class Concurrent:
         # SIGALRM reaches only the main thread: on the job threads the loop enforces the timeout
         self.penalty = NoDeathPenalty if issubclass(penalty, UnixSignalDeathPenalty) else penalty
 
-    def _report(self, token: object, outcome: Outcome) -> None:
-        self.reports.put((token, outcome))
+    def _report(self, token: object, done: Done | None) -> None:
+        self.reports.put((token, done))
 
     def stop_job(self, job_id: str) -> None:
         """A stop-job command (from the command thread): the loop ends the job."""
@@ -243,7 +239,7 @@ class Concurrent:
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
             value.ack.set(False)
 
-    # --- starting a job: the loop only hands the claim over; its thread loads, runs and plans it
+    # --- starting a job: the loop only hands the claim over; steps.py loads, runs and plans it
 
     def _start(self, claim: engine.Claim) -> None:
         worker = self.worker
@@ -256,81 +252,10 @@ class Concurrent:
         timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
         running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
         self.running[claim.execution_id] = running
-        self.threads.submit(claim.execution_id, lambda: self._prepare_and_run(running))
-
-    def _prepare_and_run(self, running: Running) -> Done | None:
-        """On a job thread: load the job, run it (or hand it to the event loop), plan its record."""
-        try:
-            return self._load_and_run(running)
-        except Exception:  # (a log handler, a plan that failed twice...): the job fails, the slot is freed
-            return self._done(running, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()))
-
-    def _load_and_run(self, running: Running) -> Done | None:
-        worker, claim = self.worker, running.claim
-        try:
-            job, poison = worker._load_job(claim)
-        except Exception:
-            job = worker._placeholder_job(claim.job_id or '', claim.queue or '')
-            poison = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
-        running.job = job
-        if poison is not None:
-            return self._done(running, poison)
-        worker._log_start(job, claim.queue or '')
-        default = worker.queue_class.DEFAULT_TIMEOUT
-        if self.horses is not None:
-            running.deadline = None  # its horse times out by itself, and its watcher kills it after a grace
-            outcome, stopped = self.horses.execute(job, claim)
-            return self._done(running, outcome, stopped)
-        if worker.uses_hooks:  # a subclass's execute_job runs the job here; its record comes through _deliver
-            failed, recorded = execute_on_thread(worker, job, claim, self.penalty, lambda o: self._deliver(running, o))
-            if failed is not None:
-                return self._done(running, failed)
-            if not recorded:
-                self.reports.put((claim.execution_id, None))
-            return None
-        if is_async(job):
-            running.deadline = None  # its task times out by itself
-            with self._events_lock:
-                if self.events is None:
-                    self.events = EventLoop(worker.name, self._report)
-            broken = lambda: self._done(running, broken_outcome(self._job_of(running)))  # noqa: E731
-            running.task = self.events.submit(claim.execution_id, self._run_async(running, default), broken)
-            return None  # the event loop reports it
-        try:
-            outcome = run_job(job, self.penalty, worker._exc_handlers, default_timeout=default)
-        except BaseException:  # a SystemExit from a job fails it, as in RQ; the thread goes on
-            outcome = fail_job(job, sys.exc_info(), self.penalty, worker._exc_handlers)
-        return self._done(running, outcome)
-
-    async def _run_async(self, running: Running, default_timeout: int) -> Done:
-        assert running.job is not None
-        outcome = await run_job_async(running.job, self.worker._exc_handlers, default_timeout=default_timeout)
-        return self._done(running, outcome)
-
-    def _deliver(self, running: Running, outcome: Outcome) -> bool:
-        """On a job thread, from the hooks: the loop records the outcome; True once it has (as RQ's
-        handle_job_success returns once the job is recorded), False if it was not."""
-        ack = Ack()
-        self.reports.put((running.claim.execution_id, self._done(running, outcome, log=False)._replace(ack=ack)))
-        return ack.wait(lambda: self.closed)
-
-    def _done(self, running: Running, outcome: Outcome, stopped: bool = False, log: bool = True) -> Done:
-        """How the job ended and the Plan recording it (made where it ran, off the loop's path)."""
-        worker, job, claim = self.worker, self._job_of(running), running.claim
-        if log and outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
-            worker._log_exception(job, outcome.exc_string)  # (as SimpleWorker.execute logs it)
-        plan = worker._plan(job, claim, outcome, stopped, dates.now())
-        working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
-        interval = worker.job_monitoring_interval
-        return Done(outcome, plan, engine.ended(job.id, claim.queue or '', claim.execution_id, plan, working, interval))
-
-    # --- how a job ended, when it did not say (slots.py makes the Outcome)
-
-    def _job_of(self, running: Running) -> Job:
-        if running.job is None:  # not loaded yet
-            claim = running.claim
-            running.job = self.worker._placeholder_job(claim.job_id or '', claim.queue or '')
-        return running.job
+        if self.async_next and self.events is not None:  # the event loop's thread loads it: one hop less
+            self.events.call(lambda: self._prepare_on_loop(running))
+        else:
+            self.threads.submit(claim.execution_id, lambda: self._guarded(self._load_and_run, running))
 
     # --- recording
 

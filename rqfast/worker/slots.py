@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import queue
+import select
+import selectors
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -121,29 +123,93 @@ class EventLoop:
 
     def __init__(self, name: str, report: Report) -> None:
         self.report = report
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name=f'rqfast-loop-{name}', daemon=True)
         self.thread.start()
 
-    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> Future[Any]:
+    def call(self, run: Callable[[], Any]) -> None:
+        """Run `run()` on the loop's thread, soon (from any thread)."""
+        self.loop.call_soon_threadsafe(run)
+
+    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> LoopTask:
         """Run the coroutine as a task and report what it returns; `broken()` is reported instead when
-        it ends with no answer (cancelled, or a BaseException got out of it)."""
-        future = asyncio.run_coroutine_threadsafe(run, self.loop)
+        it ends with no answer (cancelled, or a BaseException got out of it). From any thread."""
+        task = LoopTask(self.loop)
+        coroutine = self._reporting(token, run, broken)
+        if threading.get_ident() == self.thread.ident:
+            task.start(coroutine)  # (a job loaded on the loop's thread starts at once)
+        else:
+            self.loop.call_soon_threadsafe(task.start, coroutine)
+        return task
 
-        def done(finished: Future[Any]) -> None:
-            if finished.cancelled() or finished.exception() is not None:
-                self.report(token, broken())
-            else:
-                self.report(token, finished.result())
-
-        future.add_done_callback(done)
-        return future
+    async def _reporting(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> None:
+        try:
+            done = await run
+        except asyncio.CancelledError:
+            self.report(token, broken())
+            raise
+        except BaseException:  # (a SystemExit from a job: the loop goes on)
+            self.report(token, broken())
+            return
+        self.report(token, done)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+class LoopTask:
+    """An async job's task on the loop, as the worker's thread holds it: `cancel()` from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        self.task = self.loop.create_task(coroutine)
+
+    def cancel(self) -> None:
+        self.loop.call_soon_threadsafe(self._cancel)  # (after start: the loop runs its callbacks in order)
+
+    def _cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """asyncio's loop, with timers on time (a loop of another event loop policy, e.g. uvloop's, as it is)."""
+    if not hasattr(selectors, 'EpollSelector') or not _default_policy():
+        return asyncio.new_event_loop()  # (kqueue's timeouts are in nanoseconds already)
+    return asyncio.SelectorEventLoop(PreciseEpollSelector())
+
+
+def _default_policy() -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # (policies are deprecated from Python 3.14)
+        get_policy = getattr(asyncio, 'get_event_loop_policy', None)
+        default = getattr(asyncio, 'DefaultEventLoopPolicy', None)
+        return get_policy is None or default is None or type(get_policy()) is default
+
+
+if hasattr(selectors, 'EpollSelector'):
+
+    class PreciseEpollSelector(selectors.EpollSelector):
+        """epoll, waking on time: epoll's own timeout is in whole milliseconds, rounded up, so a 10 ms
+        asyncio.sleep() took 10.5 ms on average, and the jobs whose timers fell in the same millisecond
+        all ended in the same tick (and then ran in lock-step: claimed, loaded and recorded together).
+        A timed wait is made with select() on the epoll fd itself (microseconds), then epoll is read."""
+
+        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+            if timeout is not None and timeout > 0 and self.fileno() < FD_SETSIZE:
+                if not select.select([self.fileno()], [], [], timeout)[0]:
+                    return []
+                timeout = 0
+            return super().select(timeout)
+
+
+FD_SETSIZE = 1024  # select() takes file descriptors below it only
 
 
 def is_async(job: Job) -> bool:
