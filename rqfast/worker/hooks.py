@@ -17,7 +17,7 @@ worker is made and when work() starts); then they are called where RQ calls them
 Called directly (as RQ's tests and some tools do, with a job no worker claimed), they run and record
 at once. With hooks, the next job is claimed by its own call: one more round trip per job.
 
-A SimpleWorker at concurrency > 1 calls execute_job on each job's thread (concurrent.py): the job
+A SimpleWorker at concurrency > 1 calls execute_job on each job's thread (steps.py): the job
 in hand is the thread's own, and recording hands the outcome to the worker's loop, which records it
 with the others that ended meanwhile; the hook goes on once it is recorded, as at concurrency 1.
 """
