@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import redis
+from rq.command import send_stop_job_command
 
 import rqfast
 from rqfast.job import Job
@@ -61,7 +62,8 @@ class RecordingWorker(SimpleWorker):
         super().handle_job_failure(job, queue, started_job_registry, exc_string=exc_string)
 
 
-def test_hooks_run_side_by_side_in_rq_order_per_job(redis_conn: redis.Redis) -> None:
+def test_hooks_run_side_by_side_in_rq_order_per_job(connection: redis.Redis) -> None:
+    redis_conn = connection  # (real Redis and fakeredis)
     q = rqfast.Queue('q', connection=redis_conn)
     ok = [q.enqueue(cj.sleep_then, 0.4, i) for i in range(6)]
     failing = q.enqueue(cj.fail_after, 0.1)
@@ -119,6 +121,57 @@ def test_a_hooks_job_past_its_timeout_fails_and_its_late_record_is_dropped(redis
         time.sleep(0.02)
     assert worker.calls[late.id][-1] == ('executed', JobStatus.FAILED)
     assert late.get_status(refresh=True) is JobStatus.FAILED and len(late.results()) == 1
+
+
+def test_stop_job_and_warm_shutdown_with_hooks_jobs_in_flight(redis_conn: redis.Redis) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    jobs = [q.enqueue(cj.wait_for_key, 'go') for _ in range(3)]
+    later = q.enqueue(cj.sleep_then, 0.0, 'later')
+    worker = RecordingWorker([q], connection=redis_conn, concurrency=3)
+    thread = threading.Thread(target=worker.work, kwargs={'burst': False, 'logging_level': 'WARNING'})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while redis_conn.get('in_flight') != b'3':
+            assert time.monotonic() < deadline, 'three jobs in flight'
+            time.sleep(0.02)
+        send_stop_job_command(redis_conn, jobs[0].id)  # rq's command, for a job whose hook is still running
+        deadline = time.monotonic() + 10
+        while later.get_status(refresh=True) is not JobStatus.FINISHED:  # the stopped job's slot is free
+            assert time.monotonic() < deadline, 'the next job to run in the freed slot'
+            time.sleep(0.02)
+        assert jobs[0].get_status(refresh=True) is JobStatus.STOPPED
+        worker.request_stop(15, None)  # a warm shutdown: the jobs in flight end and are recorded
+        time.sleep(0.2)
+        redis_conn.set('go', '1')
+        thread.join(15)
+        assert not thread.is_alive()
+    finally:
+        redis_conn.set('go', '1')
+        thread.join(15)
+    assert [job.get_status(refresh=True) for job in jobs] == [JobStatus.STOPPED, JobStatus.FINISHED, JobStatus.FINISHED]
+    # the stopped job's own record came too late and was dropped; its hook went on and saw it stopped
+    deadline = time.monotonic() + 5
+    while len(worker.calls[jobs[0].id]) < 4:
+        assert time.monotonic() < deadline, worker.calls[jobs[0].id]
+        time.sleep(0.02)
+    assert worker.calls[jobs[0].id][-1] == ('executed', JobStatus.STOPPED)
+    assert len(jobs[0].results()) == 1
+    assert not redis_conn.smembers(f'rq:worker:{worker.name}:executions')
+
+
+class TeardownWorker(SimpleWorker):
+    def execute_job(self, job: Job, queue: Any) -> None:
+        super().execute_job(job, queue)
+        time.sleep(0.5)  # a slow teardown after the job was recorded
+        self.connection.rpush('torn-down', job.id)
+
+
+def test_work_returns_once_every_hook_has_returned(redis_conn: redis.Redis) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    jobs = [q.enqueue(cj.sleep_then, 0.05, i) for i in range(4)]
+    assert TeardownWorker([q], connection=redis_conn, concurrency=4).work(burst=True, logging_level='WARNING')
+    assert sorted(redis_conn.lrange('torn-down', 0, -1)) == sorted(job.id.encode() for job in jobs)
 
 
 class RaisingWorker(SimpleWorker):

@@ -42,6 +42,7 @@ from .slots import (
     Done,
     EventLoop,
     Running,
+    Tails,
     Threads,
     claimed_timeout,
     stopped_outcome,
@@ -74,6 +75,7 @@ class Concurrent(JobSteps):
         self.async_next = False  # the last job loaded was async: load the next on the event loop's thread
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
+        self.tails = Tails()
         if worker._hands is None:  # (the hooks' job in hand, per job thread: made before the threads)
             worker._hands = threading.local()
         # a forking or spawn worker's jobs run in horses of their own (horses.py)
@@ -114,6 +116,7 @@ class Concurrent(JobSteps):
                 if not self._wait_idle(burst, idle_since, max_idle_time):
                     break
                 poll_at = 0.0
+            self.tails.wait()  # the hooks that go on after their job was recorded return first
         except BaseException as exc:
             reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
             self._fail_all(reason)
@@ -237,7 +240,7 @@ class Concurrent(JobSteps):
         elif found is not None:
             ended.append((found, value))
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
-            value.ack.set(False)
+            self.tails.answer(value.ack, False)
 
     # --- starting a job: the loop only hands the claim over; steps.py loads, runs and plans it
 
@@ -290,7 +293,7 @@ class Concurrent(JobSteps):
         for (running, done), recorded in zip(ended, batch.recorded, strict=True):
             self._account(self._job_of(running), done, recorded)
             if done.ack is not None:
-                done.ack.set(recorded)
+                self.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
             worker._state = WorkerStatus.IDLE
             worker._job_started_monotonic = None

@@ -43,6 +43,7 @@ class Running:
     deadline: float | None  # monotonic; a thread job is failed here (an async job times out by itself)
     timeout: int
     task: Any = None
+    acks: int = 0  # its hooks' records the loop answered (Tails: the hooks go on after them)
 
 
 class Done(NamedTuple):
@@ -72,6 +73,37 @@ class Ack:
             if gone():
                 return False
         return self.recorded
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+class Tails:
+    """The hooks that go on after the loop answered their record (the code after super().execute_job()):
+    the worker waits for them before it stops, as at concurrency 1 execute_job returns first."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._count = 0
+
+    def answer(self, ack: Ack, recorded: bool) -> None:
+        """From the loop: the record is answered, and its hook goes on."""
+        with self._changed:
+            self._count += 1
+        ack.set(recorded)
+
+    def ended(self, answered: int) -> None:
+        """From a job thread: its hook returned, after `answered` answers."""
+        if answered:
+            with self._changed:
+                self._count -= answered
+                self._changed.notify_all()
+
+    def wait(self) -> None:
+        """Until every answered hook has returned (a second signal still interrupts it)."""
+        with self._changed:
+            while self._count > 0:
+                self._changed.wait(1.0)
 
 
 class Threads:

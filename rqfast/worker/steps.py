@@ -19,7 +19,7 @@ from ..execution import fail_job, run_job, run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from .hooks import execute_on_thread
-from .slots import Ack, Done, EventLoop, Running, Threads, broken_outcome, is_async
+from .slots import Ack, Done, EventLoop, Running, Tails, Threads, broken_outcome, is_async
 
 if TYPE_CHECKING:
     from .base import BaseWorker
@@ -36,6 +36,7 @@ class JobSteps:
     penalty: Any
     async_next: bool  # the last job loaded was async: the next is loaded on the event loop's thread
     closed: bool  # the loop has ended
+    tails: Tails
     _events_lock: threading.Lock
 
     def _report(self, token: object, done: Done | None) -> None:
@@ -127,7 +128,10 @@ class JobSteps:
         """On a job thread: a worker subclass's execute_job (hooks.py) runs the job and records it
         through _deliver; a hook that records nothing leaves the job started (as at concurrency 1)."""
         claim, deliver = running.claim, lambda outcome: self._deliver(running, outcome)
-        failed, recorded = execute_on_thread(self.worker, self._job_of(running), claim, self.penalty, deliver)
+        try:
+            failed, recorded = execute_on_thread(self.worker, self._job_of(running), claim, self.penalty, deliver)
+        finally:
+            self.tails.ended(running.acks)
         if failed is not None:
             return self._done(running, failed)
         if not recorded:
@@ -139,7 +143,10 @@ class JobSteps:
         returns once the job is recorded), False if it was not (fenced off, or too late)."""
         ack = Ack()
         self._report(running.claim.execution_id, self._done(running, outcome, log=False)._replace(ack=ack))
-        return ack.wait(lambda: self.closed)
+        recorded = ack.wait(lambda: self.closed)
+        if ack.is_set():
+            running.acks += 1
+        return recorded
 
     def _done(self, running: Running, outcome: Outcome, stopped: bool = False, log: bool = True) -> Done:
         """How the job ended and the Plan recording it (made where it ran, off the loop's path)."""
