@@ -24,8 +24,10 @@ from rqfast.worker import SimpleWorker, Worker
 
 try:
     import concurrency_jobs as cj
+    from fleet import wait_until
 except ImportError:  # tests/ became a package
     from tests import concurrency_jobs as cj  # type: ignore[no-redef]
+    from tests.fleet import wait_until  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -111,14 +113,8 @@ def test_a_hooks_job_past_its_timeout_fails_and_its_late_record_is_dropped(redis
     assert late.get_status(refresh=True) is JobStatus.FAILED
     assert 'JobTimeoutException' in (late.latest_result().exc_string or '')
     assert all(job.get_status(refresh=True) is JobStatus.FINISHED for job in others)
-    deadline = time.monotonic() + 10
-    while not redis_conn.exists('late-return'):
-        assert time.monotonic() < deadline, 'the timed-out thread did not end'
-        time.sleep(0.02)
-    deadline = time.monotonic() + 5
-    while len(worker.calls[late.id]) < 4:  # its hook goes on when its late record is dropped
-        assert time.monotonic() < deadline, worker.calls[late.id]
-        time.sleep(0.02)
+    wait_until(lambda: redis_conn.exists('late-return'), 10, 'the timed-out thread to end')
+    wait_until(lambda: len(worker.calls[late.id]) == 4, 5, 'its hook to go on')  # (once its late record is dropped)
     assert worker.calls[late.id][-1] == ('executed', JobStatus.FAILED)
     assert late.get_status(refresh=True) is JobStatus.FAILED and len(late.results()) == 1
 
@@ -131,15 +127,9 @@ def test_stop_job_and_warm_shutdown_with_hooks_jobs_in_flight(redis_conn: redis.
     thread = threading.Thread(target=worker.work, kwargs={'burst': False, 'logging_level': 'WARNING'})
     thread.start()
     try:
-        deadline = time.monotonic() + 15
-        while redis_conn.get('in_flight') != b'3':
-            assert time.monotonic() < deadline, 'three jobs in flight'
-            time.sleep(0.02)
+        wait_until(lambda: redis_conn.get('in_flight') == b'3', 15, 'three jobs in flight')
         send_stop_job_command(redis_conn, jobs[0].id)  # rq's command, for a job whose hook is still running
-        deadline = time.monotonic() + 10
-        while later.get_status(refresh=True) is not JobStatus.FINISHED:  # the stopped job's slot is free
-            assert time.monotonic() < deadline, 'the next job to run in the freed slot'
-            time.sleep(0.02)
+        wait_until(lambda: later.get_status(refresh=True) is JobStatus.FINISHED, 10, 'the next job in the freed slot')
         assert jobs[0].get_status(refresh=True) is JobStatus.STOPPED
         worker.request_stop(15, None)  # a warm shutdown: the jobs in flight end and are recorded
         time.sleep(0.2)
@@ -151,10 +141,7 @@ def test_stop_job_and_warm_shutdown_with_hooks_jobs_in_flight(redis_conn: redis.
         thread.join(15)
     assert [job.get_status(refresh=True) for job in jobs] == [JobStatus.STOPPED, JobStatus.FINISHED, JobStatus.FINISHED]
     # the stopped job's own record came too late and was dropped; its hook went on and saw it stopped
-    deadline = time.monotonic() + 5
-    while len(worker.calls[jobs[0].id]) < 4:
-        assert time.monotonic() < deadline, worker.calls[jobs[0].id]
-        time.sleep(0.02)
+    wait_until(lambda: len(worker.calls[jobs[0].id]) == 4, 5, 'its hook to go on')
     assert worker.calls[jobs[0].id][-1] == ('executed', JobStatus.STOPPED)
     assert len(jobs[0].results()) == 1
     assert not redis_conn.smembers(f'rq:worker:{worker.name}:executions')
