@@ -25,6 +25,13 @@ _TRUE = {'y', 'yes', 't', 'true', '1'}
 _FALSE = {'n', 'no', 'f', 'false', '0', ''}
 
 
+def _stacked(options: list[Callable[[Any], Any]], func: F) -> F:
+    """`func` with click options applied so that --help lists them in this order."""
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def redis_options(func: F) -> F:
     """The options every command shares with `rq`: where Redis is and where the code is."""
     options = [
@@ -56,9 +63,7 @@ def redis_options(func: F) -> F:
             help='Redis client class.',
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _stacked(options, func)
 
 
 def class_options(func: F) -> F:
@@ -78,9 +83,7 @@ def class_options(func: F) -> F:
         ),
         click.option('--serializer', '-S', help='json, pickle (the default), or a dotted path.'),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _stacked(options, func)
 
 
 def prepend_paths(paths: Sequence[str]) -> None:

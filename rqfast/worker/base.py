@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -112,6 +113,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
             raise ValueError(f'{type(self).__name__} runs one job at a time: concurrency > 1 needs a SimpleWorker')
         self.concurrency = concurrency
         self._concurrent: Any = None  # the loop of a worker with concurrency > 1 (concurrent.py), while it works
+        self._hands = threading.local()  # the hooks' job in hand, per thread (hooks.py)
         if job_class is not None:
             self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
         if queue_class is not None:

@@ -76,8 +76,6 @@ class Concurrent(JobSteps):
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
         self.tails = Tails()
-        if worker._hands is None:  # (the hooks' job in hand, per job thread: made before the threads)
-            worker._hands = threading.local()
         # a forking or spawn worker's jobs run in horses of their own (horses.py)
         self.horses = None if worker.runs_jobs_in_process else Horses(worker)
         penalty = worker.death_penalty_class

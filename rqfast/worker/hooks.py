@@ -56,7 +56,7 @@ class JobInHand:
     now: datetime | None = None
     ran: Outcome | None = None  # what perform_job's run ended with (handle_job_success records its value)
     recorded: Outcome | None = None
-    # On a job thread of a worker at concurrency > 1 (concurrent.py): the death penalty that works
+    # On a job thread of a worker at concurrency > 1 (steps.py): the death penalty that works
     # there, and how an outcome goes to the worker's loop, which records it (True once recorded)
     penalty: Any = None
     deliver: Callable[[Outcome], bool] | None = None
@@ -119,7 +119,7 @@ class JobHooks:
 
     @_in_hand.setter
     def _in_hand(self, in_hand: JobInHand | None) -> None:
-        if self._hands is None:
+        if self._hands is None:  # (a worker made without BaseWorker.__init__)
             self._hands = threading.local()
         self._hands.job = in_hand
 
