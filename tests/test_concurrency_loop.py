@@ -20,8 +20,10 @@ from rqfast.worker import SimpleWorker, slots
 
 try:
     import concurrency_jobs as cj
+    from fleet import wait_until
 except ImportError:  # tests/ became a package
     from tests import concurrency_jobs as cj  # type: ignore[no-redef]
+    from tests.fleet import wait_until  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,10 +53,11 @@ def test_an_async_job_loaded_on_the_loop_stops_and_a_system_exit_fails_only_its_
     thread = threading.Thread(target=worker.work, kwargs={'burst': True, 'logging_level': 'WARNING'})
     thread.start()
     try:
-        deadline = time.monotonic() + 15
-        while held.get_status(refresh=True) is not JobStatus.STARTED or not redis_conn.get('in_flight'):
-            assert time.monotonic() < deadline, 'the held job to run'
-            time.sleep(0.02)
+        wait_until(
+            lambda: held.get_status(refresh=True) is JobStatus.STARTED and redis_conn.get('in_flight'),
+            15,
+            'the held job to run',
+        )
         send_stop_job_command(redis_conn, held.id)
         thread.join(15)
         assert not thread.is_alive()
