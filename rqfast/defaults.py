@@ -41,6 +41,31 @@ _KEY_PREFIX_CHARS = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
     raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
 
+# --- which RQ release's behaviour to follow where RQ 2.12 and RQ 3.0 differ
+
+# RQ 3.0 by default (it is what `pip install rq` gives); RQ 2.12's with RQFAST_COMPAT=2.12 in the
+# environment, read once at import, or `RQFAST_COMPAT = '2.12'` in a worker's settings module (the CLI
+# calls set_compat before it builds the worker). The Redis layout is the same either way: both rq
+# versions' tools read it. README's compatibility table lists every difference the switch decides.
+COMPAT_VERSIONS = ('3.0', '2.12')
+RQFAST_COMPAT = os.environ.get('RQFAST_COMPAT', '3.0').strip() or '3.0'
+if RQFAST_COMPAT not in COMPAT_VERSIONS:
+    raise ValueError(f'Invalid RQFAST_COMPAT {RQFAST_COMPAT!r}: one of {", ".join(COMPAT_VERSIONS)}')
+
+
+def set_compat(version: str) -> None:
+    """Follow RQ `version`'s behaviour ('3.0' or '2.12') from now on, in this process."""
+    global RQFAST_COMPAT
+    if version not in COMPAT_VERSIONS:
+        raise ValueError(f'Invalid RQFAST_COMPAT {version!r}: one of {", ".join(COMPAT_VERSIONS)}')
+    RQFAST_COMPAT = version
+
+
+def rq2_compat() -> bool:
+    """True when rqfast follows RQ 2.12's behaviour rather than RQ 3.0's (RQFAST_COMPAT=2.12)."""
+    return RQFAST_COMPAT == '2.12'
+
+
 # --- rqfast's own
 
 DEFAULT_QUEUE_TIMEOUT = 180  # a job's timeout when neither it nor its queue sets one (RQ's Queue.DEFAULT_TIMEOUT)

@@ -17,6 +17,7 @@ import click
 import redis
 from redis.sentinel import Sentinel
 
+from ..defaults import set_compat
 from .errors import CliError
 
 F = TypeVar('F', bound=Callable[..., Any])
@@ -100,7 +101,13 @@ def read_settings(module: str | None) -> dict[str, Any]:
         settings = importlib.import_module(module)
     except Exception as exc:  # the settings module is user code: any error in it is a configuration error
         raise CliError(f'--config: could not import settings module {module!r}: {type(exc).__name__}: {exc}') from exc
-    return {name: value for name, value in vars(settings).items() if name.isupper() and not name.startswith('_')}
+    values = {name: value for name, value in vars(settings).items() if name.isupper() and not name.startswith('_')}
+    if 'RQFAST_COMPAT' in values:  # which RQ release's behaviour to follow (defaults.set_compat)
+        try:
+            set_compat(str(values['RQFAST_COMPAT']))
+        except ValueError as exc:
+            raise CliError(f'--config: {exc}') from exc
+    return values
 
 
 def connect(

@@ -1,6 +1,7 @@
-"""Runs RQ 2.12.0's own test suite against rqfast and compares the outcome with expectations.txt.
+"""Runs RQ's own test suite (2.12.0 or 3.0.0) against rqfast and compares the outcome with expectations.
 
-    python -m tests.rq_suite                 # the whole suite; exit 0 when every test ends as listed
+    python -m tests.rq_suite                 # RQ 2.12.0's whole suite (RQFAST_COMPAT=2.12), expectations.txt
+    python -m tests.rq_suite --rq 3.0.0      # RQ 3.0.0's, compared with expectations-3.0.txt
     python -m tests.rq_suite test_job test_queue
     python -m tests.rq_suite --update        # run, then rewrite expectations.txt from the outcome
     python -m tests.rq_suite --last --update # rewrite it from the last run, without running
@@ -62,15 +63,36 @@ from .expectations import (
 from .injected.rq_suite_procs import MARKER_VAR, kill_marked
 from .rewrite import RewriteStats, rewrite_source
 
-RQ_VERSION = '2.12.0'
+# The RQ releases whose suites the runner knows: PyPI's sdist sha256 (checked on reuse) and the file
+# suffix of their expectations. 2.12's files keep their old names; its run sets RQFAST_COMPAT=2.12, as
+# an app that wants 2.12's behaviour would.
+VERSIONS = {
+    '2.12.0': ('78116d0c860f6285817b52d7d6d0b16a726372073ce8ea1d229732ce74ef9378', '', '2.12'),
+    '3.0.0': ('b41e39b3c36ec3faf9e2402c638a0b25fe18ebb93a1cb15193bc69694f054618', '-3.0', ''),
+}
+DEFAULT_VERSION = '2.12.0'
+RQ_VERSION = DEFAULT_VERSION
 SDIST = f'rq-{RQ_VERSION}.tar.gz'
-SDIST_SHA256 = '78116d0c860f6285817b52d7d6d0b16a726372073ce8ea1d229732ce74ef9378'  # PyPI's, checked on reuse
+SDIST_SHA256, _SUFFIX, COMPAT = VERSIONS[RQ_VERSION]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 INJECTED = HERE / 'injected'
 EXPECTATIONS = HERE / 'expectations.txt'
 REFERENCE_EXPECTATIONS = HERE / 'expectations-reference.txt'
+
+
+def select_version(version: str) -> None:
+    """Points the runner at one RQ release's sdist, expectations and compatibility setting."""
+    global RQ_VERSION, SDIST, SDIST_SHA256, COMPAT, EXPECTATIONS, REFERENCE_EXPECTATIONS
+    if version not in VERSIONS:
+        raise SystemExit(f'unknown RQ version {version}: one of {", ".join(VERSIONS)}')
+    RQ_VERSION = version
+    SDIST = f'rq-{version}.tar.gz'
+    SDIST_SHA256, suffix, COMPAT = VERSIONS[version]
+    EXPECTATIONS = HERE / f'expectations{suffix}.txt'
+    REFERENCE_EXPECTATIONS = HERE / f'expectations-reference{suffix}.txt'
+
 
 # RQ features rqfast does not have yet; reported apart (the issue counts the suite outside them).
 FEATURE_MODULES = ('test_cron', 'test_group', 'test_webhooks', 'test_worker_pool', 'test_cli')
@@ -565,6 +587,9 @@ def prepare(mode: str, sdist: Path, work: Path, redis_port: int, marker: str, ti
         RQ_SUITE_REDIS_PORT=str(redis_port),
         **{MARKER_VAR: marker},
     )
+    env.pop('RQFAST_COMPAT', None)
+    if COMPAT:
+        env['RQFAST_COMPAT'] = COMPAT
     if mode == 'rqfast':
         env['RQ_SUITE_BLOCK_RQ'] = '1'
         env['RQ_SUITE_RQFAST_ROOT'] = str(ROOT)  # and not another checkout's editable install
@@ -708,7 +733,8 @@ def report(
 
 
 def _last_run_path(mode: str) -> Path:
-    return cache_dir() / f'last-run-{mode}.json'
+    version = '' if RQ_VERSION == DEFAULT_VERSION else f'-{RQ_VERSION}'
+    return cache_dir() / f'last-run-{mode}{version}.json'
 
 
 def save_run(mode: str, results: list[ModuleResult], seconds: float, census: list[str], whole: bool) -> None:
@@ -811,8 +837,9 @@ def run_suite(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog='python -m tests.rq_suite', description=f"Runs RQ {RQ_VERSION}'s own test suite against rqfast."
+        prog='python -m tests.rq_suite', description="Runs RQ's own test suite against rqfast."
     )
+    parser.add_argument('--rq', default=DEFAULT_VERSION, choices=sorted(VERSIONS), help='which RQ release')
     parser.add_argument('modules', nargs='*', help='test modules to run (e.g. test_job); default: all')
     parser.add_argument('--reference', action='store_true', help='run the suite on RQ itself, not rewritten')
     parser.add_argument('--update', action='store_true', help='rewrite the expectations file from the outcome')
@@ -827,6 +854,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    select_version(args.rq)
     mode = 'reference' if args.reference else 'rqfast'
     expectations_path = REFERENCE_EXPECTATIONS if args.reference else EXPECTATIONS
     expected = parse_expectations(expectations_path.read_text()) if expectations_path.exists() else {}
@@ -857,7 +885,8 @@ def main(argv: list[str] | None = None) -> int:
         header = HEADER.format(
             version=RQ_VERSION,
             target='RQ itself' if args.reference else 'rqfast',
-            flag=' --reference' if args.reference else '',
+            flag=(f' --rq {RQ_VERSION}' if RQ_VERSION != DEFAULT_VERSION else '')
+            + (' --reference' if args.reference else ''),
         )
         expectations_path.write_text(format_expectations(entries, header))
         log(f'\nwrote {expectations_path.relative_to(ROOT)}: {len(entries)} tests listed')
