@@ -41,7 +41,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def heartbeats(cli_config: CliConfig, name: str | None) -> list[tuple[str, datetime | None]]:
-    """(worker name, last heartbeat) of the named worker, or of every worker running on this host."""
+    """(worker name, last heartbeat) of the named worker, or of every worker running on this host;
+    a worker that recorded its death is not among them."""
     connection = cli_config.connection
     if name is not None:
         worker_keys = [keys.worker_key(name)]
@@ -49,14 +50,14 @@ def heartbeats(cli_config: CliConfig, name: str | None) -> list[tuple[str, datet
         worker_keys = sorted(as_text(key) for key in connection.smembers(keys.WORKERS))
     pipe = connection.pipeline(transaction=False)
     for key in worker_keys:
-        pipe.hmget(key, ['hostname', 'pid', 'last_heartbeat'])
+        pipe.hmget(key, ['hostname', 'pid', 'last_heartbeat', 'death'])
     here = socket.gethostname()
     found = []
-    for key, (hostname, pid, beat) in zip(worker_keys, pipe.execute()):
+    for key, (hostname, pid, beat, death) in zip(worker_keys, pipe.execute(), strict=True):
         if name is None and (as_text(hostname or b'') != here or not pid_alive(int(pid or 0))):
             continue
-        if name is not None and hostname is None and beat is None:
-            continue  # no such hash
+        if death is not None or (hostname is None and beat is None):
+            continue  # stopped, or no such hash
         found.append((key[len(keys.WORKER_PREFIX) :], utcparse(beat) if beat else None))
     return found
 
