@@ -2,7 +2,7 @@
 # `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test lint format mypy all bench rq-suite rq3 chaos soak
+.PHONY: install test lint format mypy all bench rq-suite rq3 chaos soak docs docs-serve
 
 install:
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -37,3 +37,9 @@ chaos:  # the chaos suite as CI runs it (bounded: a few minutes); it prints its 
 
 soak:  # the longer soak: more jobs, kills and redis-server restarts (some 20 minutes)
 	RQFAST_CHAOS_SOAK=1 $(PYTHON) -m pytest tests/chaos -q --timeout 3600
+
+docs:  # the docs site into site/, as CI builds it (needs the docs extra: python -m pip install -e '.[docs]')
+	mkdocs build --strict
+
+docs-serve:  # the docs site on http://127.0.0.1:8000, rebuilt as you edit
+	mkdocs serve

@@ -3,7 +3,7 @@ process that enqueues them: `rqfast cron CONFIG`), the module-level `register` a
 and the job history. Same keys, fields and TTLs as RQ's (rqfast.keys).
 
 Every enqueue of a due run is one call of lua/enqueue_cron_job.lua, which refuses a run another
-scheduler (RQ's or rqfast's) already enqueued, judged from the cron job's history (see README, Cron):
+scheduler (RQ's or rqfast's) already enqueued, judged from the cron job's history (see docs/scheduling.md, Cron):
 several schedulers on one Redis then enqueue each run once, where RQ's would each enqueue it.
 """
 

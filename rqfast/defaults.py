@@ -46,7 +46,7 @@ if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3
 # RQ 3.0 by default (it is what `pip install rq` gives); RQ 2.12's with RQFAST_COMPAT=2.12 in the
 # environment, read once at import, or `RQFAST_COMPAT = '2.12'` in a worker's settings module (the CLI
 # calls set_compat before it builds the worker). The Redis layout is the same either way: both rq
-# versions' tools read it. README's compatibility table lists every difference the switch decides.
+# versions' tools read it. docs/switching.md's RQFAST_COMPAT table lists every difference the switch decides.
 COMPAT_VERSIONS = ('3.0', '2.12')
 RQFAST_COMPAT = os.environ.get('RQFAST_COMPAT', '3.0').strip() or '3.0'
 if RQFAST_COMPAT not in COMPAT_VERSIONS:

@@ -71,7 +71,7 @@ class BaseQueue:
         self.serializer = resolve_serializer(serializer)
         self.signing_key = security.signing_key(
             signing_key
-        )  # jobs are signed (README: Security); else $RQFAST_SIGNING_KEY
+        )  # jobs are signed (docs/security.md); else $RQFAST_SIGNING_KEY
         self._redis_server_version: tuple[int, ...] | None = None
 
     @classmethod

@@ -11,7 +11,7 @@
   workers' parent, maintenance) loads one: `meta` and `result` stay the stored bytes (`Sealed`),
   written back unchanged, and the call is never deserialized.
 
-README's Security section has the threat model.
+docs/security.md has the threat model.
 """
 
 from __future__ import annotations

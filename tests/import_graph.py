@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('cron', ['cron_record', 'cron_enqueue', 'cron']),
     ('worker', ['worker', 'worker_pool']),
     ('surface', ['utils']),
-    ('cli', ['cli']),
+    ('cli', ['cli', '__main__']),
     ('api', [PACKAGE]),
 ]
 

@@ -1,5 +1,5 @@
 """Connection security against real servers this test starts: TLS (`rediss://`, client certificates),
-the README's ACL user (exactly its line), and Redis Sentinel. Producer and workers of every class.
+the ACL user of docs/connections.md (exactly its line), and Redis Sentinel. Producer and workers of every class.
 
 A test skips only when this redis-server binary lacks the capability (the reason is printed).
 """
@@ -144,21 +144,21 @@ def test_tls_settings_module(tls_server: dict[str, Any], tmp_path: Path) -> None
     run_each_class(conn, '-c', 'tls_settings', '-P', str(tmp_path))
 
 
-# --- the README's ACL user
+# --- the ACL user of docs/connections.md (moved there from the README)
 
 
-def readme_acl_line() -> str:
-    text = (REPOSITORY / 'README.md').read_text()
+def documented_acl_line() -> str:
+    text = (REPOSITORY / 'docs' / 'connections.md').read_text()
     [line] = re.findall(r'^\s*(user rqfast .*)$', text, flags=re.MULTILINE)
     return line.strip()
 
 
 @pytest.fixture(scope='module')
 def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A redis-server whose only users are an admin (for the test's checks) and the README's rqfast user."""
+    """A redis-server whose only users are an admin (for the test's checks) and the documented rqfast user."""
     workdir = tmp_path_factory.mktemp('acl')
     password = 'acl-test-password'
-    line = readme_acl_line().replace('>CHANGE-ME', f'>{password}')
+    line = documented_acl_line().replace('>CHANGE-ME', f'>{password}')
     (workdir / 'users.acl').write_text(f'user default on nopass ~* &* +@all\n{line}\n')
     port = servers.free_port()
     args = ['--port', str(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--aclfile', 'users.acl']
@@ -223,7 +223,7 @@ def test_the_acl_user_runs_producer_and_every_worker_class(acl_server: dict[str,
     )
     assert info.returncode == 0, info.stderr
     denied = {entry['object'] for entry in admin.acl_log() if entry.get('username') == 'rqfast'}
-    assert denied <= {'client|list'}, denied  # left out on purpose (README): ip_address reads 'unknown'
+    assert denied <= {'client|list'}, denied  # left out on purpose (docs/connections.md): ip_address reads 'unknown'
 
 
 # --- Sentinel

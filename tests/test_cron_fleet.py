@@ -1,7 +1,7 @@
 """Cron schedulers side by side on one Redis, with fast schedules: two rqfast ones; rq's and two rqfast ones
 (24 s by default, RQFAST_CRON_FLEET_SECONDS for longer); rq's then rqfast's, rq's stopping halfway.
 
-What rqfast guarantees (README, Cron): an rqfast scheduler never enqueues a run that any scheduler (rq's or
+What rqfast guarantees (docs/scheduling.md, Cron): an rqfast scheduler never enqueues a run that any scheduler (rq's or
 rqfast's) enqueued before its script ran. For an interval job every run rqfast enqueues comes more than
 `interval - tolerance` after every run enqueued before it; for a cron string, no run enqueued before it is
 at or after the middle of the gap between its slot and the previous one. rq's scheduler checks nothing, so

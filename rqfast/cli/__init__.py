@@ -6,6 +6,7 @@ import click
 
 from ..version import VERSION
 from .admin import empty, requeue, resume, suspend
+from .alive import worker_alive
 from .cli_cron import cron
 from .enqueue import enqueue
 from .monitor import info
@@ -19,7 +20,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron):
+for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron, worker_alive):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_pool']
+__all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_alive', 'worker_pool']

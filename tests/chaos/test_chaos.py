@@ -33,7 +33,7 @@ except ImportError:  # tests/ became a package
 
 pytestmark = pytest.mark.timeout(900)
 
-RECOVERY_BOUND = 60.0  # seconds: the README's promise, with default settings
+RECOVERY_BOUND = 60.0  # seconds: docs/reliability.md's promise, with default settings
 
 
 @pytest.fixture

@@ -173,7 +173,7 @@ def delete_while_running(worker: str, conn: redis.Redis, url: str) -> dict[str, 
         'waiting': conn.zrange('rq:rl:reports:rate_limited', 0, -1),
         'next': conn.hget('rq:job:next', 'status'),
         'queue': conn.lrange('rq:queue:q', 0, -1),
-    }  # not compared: rq's finish saves the deleted job again, rqfast's does not (README's difference)
+    }  # not compared: rq's finish saves the deleted job again, rqfast's does not (a difference in docs/switching.md)
 
 
 def test_a_job_deleted_while_it_runs_as_rq3(redis_url: str, redis_conn: redis.Redis) -> None:

@@ -124,7 +124,7 @@ every test that does not pass, one line each: <pytest node id>  # <why, in one l
 The run fails when a listed test passes or an unlisted test does not: change this file in the commit that
 changes the outcome. `python -m tests.rq_suite{flag} --update` rewrites it from a run, keeping the reasons of
 tests still listed (a reason that is an error message is replaced when the error's kind changes).
-Reasons say why: an intentional difference README.md documents, an RQ internal rqfast does not have, or,
+Reasons say why: an intentional difference docs/switching.md documents, an RQ internal rqfast does not have, or,
 until someone writes one of those, the error the test ends with."""
 
 
