@@ -36,6 +36,8 @@ from .pool import Horse, HorsePool, kill_group
 
 __all__ = ['ForkingWorker', 'Horse', 'Worker']
 
+HORSE_HOOKS = ('perform_job', 'handle_job_success', 'handle_job_failure', 'handle_job_retry')
+
 
 class Worker(BaseWorker):
     """RQ's default worker: a fresh forked work horse per job."""
@@ -106,12 +108,16 @@ class Worker(BaseWorker):
         a horse that ends without reporting fails it here, through handle_job_failure, as in RQ."""
         in_hand = self._in_hand_for(job, queue)
         outcome = self.execute(job, in_hand.claim, in_hand.now)
-        if self._horse_reported:
-            self._record_outcome(job, queue, outcome)
+        if not self._horse_reported:
+            self._call_failure_in_worker(job, queue, outcome.exc_string)
+        elif self._hooks_after_report():  # (the horse logged nothing: its failure was logged by _outcome)
+            self._handle_outcome(job, queue, outcome, log=False)
             if outcome.kind is OutcomeKind.SUCCESS:
                 self._log_job_ok(job)
         else:
-            self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
+            self._record_outcome(job, queue, outcome)
+            if outcome.kind is OutcomeKind.SUCCESS:
+                self._log_job_ok(job)
 
     def _finish(self, *args: Any, **kwargs: Any) -> engine.Claim:
         try:
@@ -164,7 +170,11 @@ class Worker(BaseWorker):
 
     def _hooks_in_horse(self) -> bool:
         """Whether the horse runs the job through the worker's perform_job (RQ's hooks that run in the horse)."""
-        return any(replaced(self, name) for name in ('perform_job', 'handle_job_success', 'handle_job_failure'))
+        return any(replaced(self, name) for name in HORSE_HOOKS)
+
+    def _hooks_after_report(self) -> bool:
+        """Whether the handlers run in the worker once the horse reported (a spawned child has no hooks)."""
+        return False
 
     def _stand_in(self) -> dict[bytes, bytes] | None:
         """A warm-up job for the horses, when a spare CPU can run it while the current job runs.

@@ -17,6 +17,7 @@ from typing import Any
 from .. import pipes
 from ..connections import client_recipe
 from .forking import Worker
+from .hooks import replaced
 from .pool import Horse
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,6 +85,20 @@ class SpawnWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pickled: bytes | None = None
+
+    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
+        super().bootstrap(*args, **kwargs)
+        if replaced(self, 'perform_job'):
+            self.log.warning(
+                "Worker %s: %s.perform_job() does not run: a spawned child runs the job with RQ's default "
+                '(the handle_job_* hooks run in the worker once the child reports)',
+                self.name,
+                type(self).__name__,
+            )
+
+    def _hooks_after_report(self) -> bool:
+        """A new interpreter has not the worker's hooks: the handlers run in the worker with the child's report."""
+        return any(replaced(self, name) for name in ('handle_job_success', 'handle_job_failure', 'handle_job_retry'))
 
     def start_horse(self) -> Horse:
         """Spawn a child; it reads the worker's settings and waits for its job."""
