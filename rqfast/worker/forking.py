@@ -226,13 +226,6 @@ class Worker(BaseWorker):
         except Exception:
             self.log.exception('Job %s: error while executing stopped callback', job.id)
 
-    def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
-        if self.work_horse_killed_handler is not None:
-            try:
-                self.work_horse_killed_handler(job, retpid, ret_val, rusage)
-            except Exception:
-                self.log.exception('Worker %s: work_horse_killed_handler failed', self.name)
-
     # --- commands
 
     def kill_horse(self, sig: int = signal.SIGKILL) -> None:
