@@ -144,8 +144,8 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         'dequeue_strategy': dequeue_strategy(opts.dequeue_strategy),
     }
     connection = connect(opts.url, opts.config, settings, classes.connection_class(opts.connection_class))
-    if is_suspended(connection):  # rq's words, so what watches `rq worker`'s output reads ours the same
-        click.secho('RQ is currently suspended, to resume job execution run "rq resume"', fg='red')
+    if is_suspended(connection):  # rq's words, but the command that resumes is rqfast's
+        click.secho('RQ is currently suspended, to resume job execution run "rqfast resume"', fg='red')
         sys.exit(1)
     if settings.get('DICT_CONFIG'):
         logging.config.dictConfig(settings['DICT_CONFIG'])

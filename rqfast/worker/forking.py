@@ -65,6 +65,7 @@ class Worker(BaseWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._horse_pid = 0
+        self._horse_killed = 0  # the horse kill_horse last killed
         self._horse_lock = threading.RLock()  # reentrant: a cold shutdown's signal handler kills the horse too
         self._pool = HorsePool(lambda: self.start_horse(), self.name)
         self._settings: horse.HorseSettings | None = None
@@ -233,7 +234,10 @@ class Worker(BaseWorker):
         with self._horse_lock:
             pid = self._horse_pid
             killed = bool(pid) and kill_group(pid, sig)
-        if killed:
+            first = killed and self._horse_killed != pid  # (a cold shutdown kills it twice: logged once)
+            if killed:
+                self._horse_killed = pid
+        if first:
             self.log.info('Worker %s: killed horse pid %s', self.name, pid)
         concurrent = self._concurrent
         if concurrent is not None and concurrent.horses is not None:  # every horse, at concurrency > 1
