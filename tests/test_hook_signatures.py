@@ -23,9 +23,10 @@ from rqfast.status import JobStatus
 from rqfast.worker import SpawnWorker
 
 try:
+    import concurrency_jobs
     import jobs
 except ImportError:  # tests/ became a package
-    from tests import jobs  # type: ignore[no-redef]
+    from tests import concurrency_jobs, jobs  # type: ignore[no-redef]
 
 STYLES = ('kwargs', 'keywords', 'positional', 'rq3')
 
@@ -211,3 +212,42 @@ def test_a_hook_that_raises_is_logged_and_named_in_the_record(
     assert 'Traceback (most recent call last)' in logged
     assert 'RuntimeError: the success hook broke' in logged
     assert 'Raising.handle_job_success() raised' in logged
+
+
+# --- handle_job_retry: a job that returns a Retry (RQ calls it with keywords, execution= in both versions)
+
+
+class _RetryNotes:
+    trail: str
+
+    def note(self, line: str) -> None:
+        with Path(self.trail).open('a') as trail:
+            trail.write(line + '\n')
+
+
+def retry_class(base: type) -> type:
+    class RetryHook(_RetryNotes, base):  # type: ignore[valid-type,misc]
+        def handle_job_retry(self, job: Any, queue: Any, retry: Any, started_job_registry: Any, execution: Any) -> None:
+            self.note(f'retry {job.id} {type(retry).__name__} {retry.max} {execution.job_id} {execution.id}')
+            super().handle_job_retry(job, queue, retry, started_job_registry, execution)
+
+    return RetryHook
+
+
+@pytest.mark.parametrize('kind', list(KINDS))
+def test_handle_job_retry_is_called_as_rq_calls_it(redis_conn: redis.Redis, tmp_path: Path, kind: str) -> None:
+    base, options = KINDS[kind]
+    klass = retry_class(base)
+    klass.trail = str(tmp_path / 'trail')
+    queue = rqfast.Queue(f'retry-hook-{kind}', connection=redis_conn)
+    job = queue.enqueue(concurrency_jobs.retry_once)
+    klass([queue], connection=redis_conn, **options).work(burst=True)
+
+    (line,) = Path(klass.trail).read_text().splitlines()
+    _, job_id, retry_type, retry_max, execution_job_id, execution_id = line.split()
+    assert (job_id, retry_type, retry_max, execution_job_id) == (job.id, 'Retry', '1', job.id)
+    assert execution_id
+    if kind == 'simple-c2':  # (a concurrent burst ends without the requeued run, with hooks or not)
+        assert job.get_status(refresh=True) in (JobStatus.QUEUED, JobStatus.FINISHED)
+    else:
+        assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value() == 'retried'
