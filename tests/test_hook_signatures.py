@@ -10,6 +10,7 @@ subclass hooks, and 2.12 never passes `execution`).
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from rqfast.worker import SpawnWorker
 
 try:
     import concurrency_jobs
+    import hook_workers
     import jobs
 except ImportError:  # tests/ became a package
-    from tests import concurrency_jobs, jobs  # type: ignore[no-redef]
+    from tests import concurrency_jobs, hook_workers, jobs  # type: ignore[no-redef]
 
 STYLES = ('kwargs', 'keywords', 'positional', 'rq3')
 
@@ -251,3 +253,28 @@ def test_handle_job_retry_is_called_as_rq_calls_it(redis_conn: redis.Redis, tmp_
         assert job.get_status(refresh=True) in (JobStatus.QUEUED, JobStatus.FINISHED)
     else:
         assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value() == 'retried'
+
+
+def test_a_spawn_worker_class_a_child_can_import_runs_its_hooks_in_the_child(
+    redis_conn: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As RQ 3.0's SpawnWorker: the child makes a worker of the same class and runs its perform_job."""
+    trail = tmp_path / 'trail'
+    monkeypatch.setenv('RQFAST_HOOK_TRAIL', str(trail))
+    queue = rqfast.Queue('spawn-child-hooks', connection=redis_conn)
+    ok = queue.enqueue(jobs.say_hello, 'child')
+    bad = queue.enqueue(jobs.div_by_zero)
+    hook_workers.Rq3SpawnWorker([queue], connection=redis_conn).work(burst=True)
+
+    lines = [line.split() for line in trail.read_text().splitlines()]
+    assert [(hook, job_id) for hook, job_id, _, _ in lines] == [
+        ('perform_job', ok.id),
+        ('success', ok.id),
+        ('perform_job', bad.id),
+        ('failure', bad.id),
+    ]
+    assert all(int(pid) != os.getpid() for _, _, pid, _ in lines)  # in the children
+    assert lines[0][2] == lines[1][2] != lines[2][2] == lines[3][2]  # one child per job
+    assert lines[1][3] == ok.latest_result().execution_id and lines[3][3] == bad.latest_result().execution_id
+    assert ok.get_status(refresh=True) == JobStatus.FINISHED and ok.return_value() == 'Hi there, child!'
+    assert bad.get_status(refresh=True) == JobStatus.FAILED
