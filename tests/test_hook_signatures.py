@@ -278,3 +278,43 @@ def test_a_spawn_worker_class_a_child_can_import_runs_its_hooks_in_the_child(
     assert lines[1][3] == ok.latest_result().execution_id and lines[3][3] == bad.latest_result().execution_id
     assert ok.get_status(refresh=True) == JobStatus.FINISHED and ok.return_value() == 'Hi there, child!'
     assert bad.get_status(refresh=True) == JobStatus.FAILED
+
+
+# --- handle_exception: called with the job's exc_info before handle_job_failure, as RQ calls it
+
+
+def exception_class(base: type) -> type:
+    class ExceptionHook(_RetryNotes, base):  # type: ignore[valid-type,misc]
+        def handle_exception(self, job: Any, *exc_info: Any) -> None:
+            self.note(f'handle_exception {job.id} {exc_info[0].__name__}')
+            super().handle_exception(job, *exc_info)
+
+        def handle_job_failure(self, job: Any, queue: Any, **kwargs: Any) -> None:
+            self.note(f'failure {job.id}')
+            super().handle_job_failure(job, queue, **kwargs)
+
+    return ExceptionHook
+
+
+def _count_handler_runs(job: Any, *exc_info: Any) -> bool:
+    job.connection.rpush('handler-runs', job.id)
+    return True
+
+
+@pytest.mark.parametrize('kind', ['simple', 'forking', 'simple-c2'])
+def test_handle_exception_is_called_as_rq_calls_it(redis_conn: redis.Redis, tmp_path: Path, kind: str) -> None:
+    base, options = KINDS[kind]
+    klass = exception_class(base)
+    klass.trail = str(tmp_path / 'trail')
+    queue = rqfast.Queue(f'exception-hook-{kind}', connection=redis_conn)
+    job = queue.enqueue(jobs.div_by_zero)
+    redis_conn.delete('handler-runs')
+    worker = klass([queue], connection=redis_conn, exception_handlers=[_count_handler_runs], **options)
+    worker.work(burst=True)
+
+    assert Path(klass.trail).read_text().splitlines() == [
+        f'handle_exception {job.id} ZeroDivisionError',
+        f'failure {job.id}',
+    ]
+    assert redis_conn.lrange('handler-runs', 0, -1) == [job.id.encode()]  # the handlers ran once
+    assert job.get_status(refresh=True) == JobStatus.FAILED

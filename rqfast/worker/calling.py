@@ -31,7 +31,15 @@ from ..executions import Execution
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 
-HOOKS = ('execute_job', 'perform_job', 'handle_job_success', 'handle_job_failure', 'handle_job_retry')
+HOOKS = (
+    'execute_job',
+    'perform_job',
+    'handle_job_success',
+    'handle_job_failure',
+    'handle_job_retry',
+    'handle_exception',
+)
+_RQFAST_WORKER = __name__.rpartition('.')[0]
 
 _PROBE = object()
 
@@ -49,6 +57,17 @@ class JobInHand:
     penalty: Any = None
     deliver: Callable[[Outcome], bool] | None = None
     execution: Execution | None = None  # what RQ 3.0's hooks get as `execution` (made when first asked for)
+
+
+def replaced(worker: Any, name: str) -> bool:
+    """Whether `name` on this worker is not rqfast's own: a subclass's method, or a patch on the class or instance."""
+    if name in vars(worker):
+        return True
+    for klass in type(worker).__mro__:
+        found = vars(klass).get(name)
+        if found is not None:
+            return not str(getattr(found, '__module__', '')).startswith(_RQFAST_WORKER)
+    return False
 
 
 def accepts(method: Any, *args: Any, **kwargs: Any) -> bool:
@@ -75,6 +94,7 @@ class HookCalls:
             worker.handle_job_failure, job=p, queue=p, started_job_registry=p, exc_string='', execution=p
         )
         self.horse_failure = accepts(worker.handle_job_failure, p, queue=p, exc_string='', execution=p)
+        self.exception = replaced(worker, 'handle_exception')  # called with the job's exc_info, as RQ does
         self.retry = accepts(worker.handle_job_retry, job=p, queue=p, retry=p, started_job_registry=p, execution=p)
 
 
@@ -130,6 +150,7 @@ class HookCalling:
     handle_job_success: Callable[..., None]
     handle_job_failure: Callable[..., None]
     handle_job_retry: Callable[..., None]
+    handle_exception: Callable[..., None]
 
     def _handle_outcome(self, job: Job, queue: Any, outcome: Outcome, log: bool = True) -> bool:
         """perform_job's tail: the hook for how the job ended; True unless it failed."""
@@ -149,7 +170,9 @@ class HookCalling:
             self.handle_job_retry(job=job, queue=queue, retry=retry, started_job_registry=registry, **extra)
             return True
         if outcome.kind is OutcomeKind.FAILURE:
-            if log:
+            if calls.exception and outcome.exc_info is not None:  # it logs (RQ's default) and runs the handlers
+                self.handle_exception(job, *outcome.exc_info)
+            elif log:
                 self._log_exception(job, outcome.exc_string)
             kwargs = extra if calls.failure else {}
             exc_string = outcome.exc_string

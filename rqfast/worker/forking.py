@@ -30,13 +30,14 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from . import reports, watching
 from .base import BaseWorker
+from .calling import replaced
 from .finishing import clock
-from .hooks import perform_in_horse, replaced
+from .hooks import perform_in_horse
 from .pool import Horse, HorsePool, kill_group
 
 __all__ = ['ForkingWorker', 'Horse', 'Worker']
 
-HORSE_HOOKS = ('perform_job', 'handle_job_success', 'handle_job_failure', 'handle_job_retry')
+HORSE_HOOKS = ('perform_job', 'handle_job_success', 'handle_job_failure', 'handle_job_retry', 'handle_exception')
 
 
 class Worker(BaseWorker):

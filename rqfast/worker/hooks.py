@@ -45,22 +45,9 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..security import is_sealed
 from ..status import WorkerStatus
-from .calling import HOOKS, HookCalling, HookCalls, JobInHand, hook_failure_text
+from .calling import HOOKS, HookCalling, HookCalls, JobInHand, hook_failure_text, replaced
 from .finishing import clock
 from .signals import ColdShutdown
-
-_RQFAST_WORKER = __name__.rpartition('.')[0]
-
-
-def replaced(worker: Any, name: str) -> bool:
-    """Whether `name` on this worker is not rqfast's own: a subclass's method, or a patch on the class or instance."""
-    if name in vars(worker):
-        return True
-    for klass in type(worker).__mro__:
-        found = vars(klass).get(name)
-        if found is not None:
-            return not str(getattr(found, '__module__', '')).startswith(_RQFAST_WORKER)
-    return False
 
 
 def handler_list(handlers: Any) -> list[Any]:
@@ -156,8 +143,10 @@ class JobHooks(HookCalling):
         self._record_outcome(job, queue, Outcome(OutcomeKind.RETRY, retry))
 
     def handle_exception(self, job: Job, *exc_info: Any) -> None:
-        """Log the job's exception and walk the exception handlers (rqfast's run does both itself)."""
-        self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
+        """Log the job's exception and walk the exception handlers (rqfast's run does both itself, unless a
+        subclass overrides this: then perform_job calls it, as RQ's does). A horse leaves the log to its worker."""
+        if not self._is_horse:
+            self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
         run_exception_handlers(job, exc_info, self._exc_handlers)
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
@@ -189,12 +178,13 @@ class JobHooks(HookCalling):
     def _run(self, job: Job, now: datetime | None, penalty: Any = None) -> Outcome:
         timeout = self.queue_class.DEFAULT_TIMEOUT
         penalty = penalty or self.death_penalty_class
+        handlers = [] if self._hook_calls().exception else self._exc_handlers  # (else handle_exception runs them)
         try:
-            return run_job(job, penalty, self._exc_handlers, default_timeout=timeout, clock=clock(now))
+            return run_job(job, penalty, handlers, default_timeout=timeout, clock=clock(now))
         except ColdShutdown:  # the worker's own stop: the job is failed with it, and the worker stops
             raise
         except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
-            return fail_job(job, sys.exc_info(), penalty, self._exc_handlers, clock(now))
+            return fail_job(job, sys.exc_info(), penalty, handlers, clock(now))
 
     def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
         """The claim being run; for a job called in directly, one of its own, ending the execution that

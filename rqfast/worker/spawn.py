@@ -16,8 +16,8 @@ from typing import Any
 
 from .. import pipes
 from ..connections import client_recipe
+from .calling import replaced
 from .forking import Worker
-from .hooks import replaced
 from .pool import Horse
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
