@@ -1,5 +1,5 @@
 """RQ's extension points on the worker: execute_job, perform_job, handle_job_success, handle_job_failure,
-handle_job_retry.
+handle_job_retry, handle_exception.
 
 RQ applications subclass the worker and override these (to time jobs, close database connections,
 report to an error tracker...). rqfast's loop does not need them: process_claim executes a job and
