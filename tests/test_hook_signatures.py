@@ -4,7 +4,9 @@ A matrix of override styles (**kwargs, explicit keywords, 2.12's positional call
 x worker classes (SimpleWorker, Worker, SpawnWorker, SimpleWorker at concurrency 2) x outcomes (a job
 that returns, one that raises). rq 2.12 (installed in the test env) is the oracle where it can run
 the same subclass: SimpleWorker and Worker in the 2.12 styles (2.12's SpawnWorker child runs no
-subclass hooks, and 2.12 never passes `execution`).
+subclass hooks, and 2.12 never passes `execution`). RQ 3.0 (run by hand from /tmp/rq-3.0.0 on these
+same classes) calls the **kwargs and the 3.0 styles in the same order, with its own Execution; the
+2.12 styles break there (perform_job gets a third argument), where rqfast runs both.
 """
 
 from __future__ import annotations
