@@ -78,6 +78,11 @@ class Execution:
         data = self.connection.hgetall(self.key)
         if not data:
             raise ValueError(f'Execution {self.id} not found in Redis')
+        self.restore(data)
+
+    def restore(self, data: Any) -> None:
+        """Set the fields from the execution hash as read (RQ 3.0's)."""
+        self.job_id = as_text(data.get(b'job_id', b'')) or self.job_id
         self.created_at = from_epoch(float(data[b'created_at']))
         self.last_heartbeat = from_epoch(float(data[b'last_heartbeat']))
         self.worker_name = as_text(data.get(b'worker_name', b''))

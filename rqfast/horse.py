@@ -252,7 +252,7 @@ class HorseSettings:
         default_timeout: int,
         stand_in: dict[bytes, bytes] | None = None,  # a forked horse's warm-up job (stand_in_job())
         imminent_shutdown_delay: int | None = None,  # HerokuWorker: SIGRTMIN ends the job this many seconds later
-        perform: Any = None,  # runs the job instead of run_in_horse: a worker subclass's perform_job (a forked horse's)
+        perform: Any = None,  # perform(job, execution_id) runs the job instead: a worker subclass's perform_job
         worker_pid: int = 0,  # the worker's (0: a horse does not stand by after its report, see _worker_recorded)
         default_result_ttl: int | None = None,  # the worker's, for an orphaned horse's own record (None: RQ's default)
         disable_default_exception_handler: bool = False,  # likewise
@@ -306,7 +306,7 @@ def serve_one_job(
         return
     job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
     if settings.perform is not None:
-        outcome = settings.perform(job)
+        outcome = settings.perform(job, execution_id)
     else:
         outcome = _run_outcome(job, settings)
     report = report_of(job, outcome)

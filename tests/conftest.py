@@ -1,4 +1,6 @@
-"""Test fixtures: a private redis-server per test session, and fakeredis for the core tests.
+"""Test fixtures: a private redis-server per test session, and fakeredis for the core tests; and the
+order tests run in: the slow trials (tests/chaos, the fleets, the benchmark baseline, the RQ-suite
+runner) last, so `python -m pytest` shows progress at once.
 
 The real server is started from PATH on a free loopback port with persistence off, and it is the
 only server these tests ever flush. RQFAST_TEST_REDIS_URL points the tests at another server
@@ -18,6 +20,28 @@ from collections.abc import Iterator
 import fakeredis
 import pytest
 import redis
+
+# Files of slow trials (minutes between them): run after the rest, in their own order.
+SLOW_LAST = (
+    'chaos/',
+    'test_concurrency_fleet.py',
+    'test_cron_fleet.py',
+    'test_worker_fleet.py',
+    'test_bench_baseline.py',
+    'test_rq_suite_runner.py',
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow trials go last (a stable sort: each part keeps its order)."""
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def slow(item: pytest.Item) -> bool:
+        path = str(item.path)
+        relative = path[len(here) :].replace(os.sep, '/') if path.startswith(here) else path
+        return relative.startswith(SLOW_LAST)
+
+    items.sort(key=slow)
 
 
 def _free_port() -> int:

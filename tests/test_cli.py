@@ -170,6 +170,13 @@ def test_missing_config_module(redis_url: str) -> None:
     assert_one_line_error(invoke('worker', '-c', 'no_such_settings_module_xyz'), '--config', 'no_such_settings')
 
 
+def test_a_number_given_to_config_hints_at_concurrency(redis_url: str) -> None:
+    """`-c 4` (rq's -c is --config) meant as a concurrency: the error names -C."""
+    assert_one_line_error(invoke('worker', '-u', redis_url, '-c', '4'), "'4'", 'did you mean --concurrency/-C?')
+    result = invoke('worker', '-c', 'no_such_settings_module_xyz')
+    assert 'concurrency' not in result.output
+
+
 def test_broken_config_module(tmp_path: Path) -> None:
     (tmp_path / 'broken_settings_xyz.py').write_text('REDIS_URL = \n')
     assert_one_line_error(invoke('worker', '-P', str(tmp_path), '-c', 'broken_settings_xyz'), '--config')
@@ -205,9 +212,12 @@ def test_unwritable_pid_file(redis_conn: redis.Redis, redis_url: str, tmp_path: 
 
 def test_suspended_workers_do_not_start(redis_conn: redis.Redis, redis_url: str) -> None:
     redis_conn.set('rq:suspended', 1)
-    result = invoke('worker', '-u', redis_url, '-w', SIMPLE, '--burst')
-    assert result.exit_code == 1  # rq's exit status and words
-    assert result.output.strip() == 'RQ is currently suspended, to resume job execution run "rq resume"'
+    args = ['worker', '-u', redis_url, '-w', SIMPLE, '--burst']
+    result = CliRunner().invoke(main, args, prog_name='rqfast', catch_exceptions=False)
+    assert result.exit_code == 1  # rq's exit status and words, with the command that resumes
+    assert result.output.strip() == 'RQ is currently suspended, to resume job execution run "rqfast resume"'
+    # run under another name (as RQ's own suite runs rqfast's cli), it says rq's words exactly
+    assert invoke(*args).output.strip() == 'RQ is currently suspended, to resume job execution run "rq resume"'
 
 
 def test_errors_from_a_real_process(redis_url: str) -> None:

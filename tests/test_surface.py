@@ -38,11 +38,6 @@ FEATURE_MODULES: set[str] = set()
 
 # What rqfast leaves out on purpose, by module ('*': the whole module), each with its reason.
 ALLOWED_ABSENT: dict[str, dict[str, str]] = {
-    'contrib': {'*': 'an empty package in RQ 2.12'},
-    'dependency': {
-        '*': "RQ's internal WATCH/MULTI helper for enqueue_many (Dependency.get_jobs_with_met_dependencies); "
-        "rqfast's enqueue script checks dependencies, and rqfast.job.Dependency is the public class"
-    },
     'cli.cli': {'*': "rq's click commands; rqfast's CLI (rqfast.cli) has its own, and is the cli issue's"},
     'cli.workers': {'*': "rq's `worker` click command module: rqfast.cli.workers has rqfast's"},
     'scheduler': {

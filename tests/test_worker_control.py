@@ -122,6 +122,21 @@ def test_cold_shutdown_fails_the_running_job_and_leaves_nothing_in_limbo(
     assert b'current_job' not in redis_conn.hgetall(worker.key)
 
 
+def test_a_cold_shutdown_of_a_forking_worker_logs_the_horse_kill_once(
+    redis_conn: redis.Redis, start_worker: Any
+) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    job = q.enqueue(worker_jobs.wait_for_key, 'never', 30)
+    worker = start_worker(**{'class': 'Worker'})
+    wait_until(lambda: status(redis_conn, job.id) == 'started', what='the job to start')
+    worker.signal(signal.SIGINT)
+    time.sleep(1.2)
+    worker.signal(signal.SIGINT)
+    worker.wait()
+    assert status(redis_conn, job.id) == 'failed'
+    assert worker.log().count('killed horse pid') == 1, worker.log()
+
+
 def test_cold_shutdown_retries_a_job_with_retries_left(redis_conn: redis.Redis, start_worker: Any) -> None:
     """As in RQ, a job killed by a cold shutdown counts as a failure, so its Retry puts it back."""
     q = rqfast.Queue('q', connection=redis_conn)

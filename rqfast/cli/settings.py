@@ -100,7 +100,9 @@ def read_settings(module: str | None) -> dict[str, Any]:
     try:
         settings = importlib.import_module(module)
     except Exception as exc:  # the settings module is user code: any error in it is a configuration error
-        raise CliError(f'--config: could not import settings module {module!r}: {type(exc).__name__}: {exc}') from exc
+        hint = ' (did you mean --concurrency/-C?)' if module.strip().isdigit() else ''
+        message = f'--config: could not import settings module {module!r}: {type(exc).__name__}: {exc}{hint}'
+        raise CliError(message) from exc
     values = {name: value for name, value in vars(settings).items() if name.isupper() and not name.startswith('_')}
     if 'RQFAST_COMPAT' in values:  # which RQ release's behaviour to follow (defaults.set_compat)
         try:

@@ -144,8 +144,9 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         'dequeue_strategy': dequeue_strategy(opts.dequeue_strategy),
     }
     connection = connect(opts.url, opts.config, settings, classes.connection_class(opts.connection_class))
-    if is_suspended(connection):  # rq's words, so what watches `rq worker`'s output reads ours the same
-        click.secho('RQ is currently suspended, to resume job execution run "rq resume"', fg='red')
+    if is_suspended(connection):  # rq's words, naming the command this one was run as (rqfast, or rq's)
+        program = 'rqfast' if 'rqfast' in (click.get_current_context().find_root().info_name or '') else 'rq'
+        click.secho(f'RQ is currently suspended, to resume job execution run "{program} resume"', fg='red')
         sys.exit(1)
     if settings.get('DICT_CONFIG'):
         logging.config.dictConfig(settings['DICT_CONFIG'])

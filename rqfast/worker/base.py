@@ -62,6 +62,7 @@ from .hooks import JobHooks, handler_list
 from .order import DequeueStrategy, QueueOrder
 from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
 from .records import WorkerRecords
+from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
 from .signals import StopSignals
 from .signals import signal_name as signal_name
@@ -74,7 +75,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing, StopSignals):
+class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing, StopSignals, RQWorkerAPI):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
@@ -377,7 +378,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
             self._interruptible = False
 
     def _wait_while_suspended(self) -> None:
-        self.log.info('Worker %s: suspended, run `rq resume` to resume', self.name)
+        self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
         self.set_state(WorkerStatus.SUSPENDED)
         while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
             self._interruptibly(time.sleep, 1)

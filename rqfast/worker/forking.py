@@ -30,11 +30,14 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from . import reports, watching
 from .base import BaseWorker
+from .calling import replaced
 from .finishing import clock
-from .hooks import perform_in_horse, replaced
+from .hooks import perform_in_horse
 from .pool import Horse, HorsePool, kill_group
 
 __all__ = ['ForkingWorker', 'Horse', 'Worker']
+
+HORSE_HOOKS = ('perform_job', 'handle_job_success', 'handle_job_failure', 'handle_job_retry', 'handle_exception')
 
 
 class Worker(BaseWorker):
@@ -63,6 +66,7 @@ class Worker(BaseWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._horse_pid = 0
+        self._horse_killed = 0  # the horse kill_horse last killed
         self._horse_lock = threading.RLock()  # reentrant: a cold shutdown's signal handler kills the horse too
         self._pool = HorsePool(lambda: self.start_horse(), self.name)
         self._settings: horse.HorseSettings | None = None
@@ -106,12 +110,16 @@ class Worker(BaseWorker):
         a horse that ends without reporting fails it here, through handle_job_failure, as in RQ."""
         in_hand = self._in_hand_for(job, queue)
         outcome = self.execute(job, in_hand.claim, in_hand.now)
-        if self._horse_reported:
-            self._record_outcome(job, queue, outcome)
+        if not self._horse_reported:
+            self._call_failure_in_worker(job, queue, outcome.exc_string)
+        elif self._hooks_after_report():  # (the horse logged nothing: its failure was logged by _outcome)
+            self._handle_outcome(job, queue, outcome, log=False)
             if outcome.kind is OutcomeKind.SUCCESS:
                 self._log_job_ok(job)
         else:
-            self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
+            self._record_outcome(job, queue, outcome)
+            if outcome.kind is OutcomeKind.SUCCESS:
+                self._log_job_ok(job)
 
     def _finish(self, *args: Any, **kwargs: Any) -> engine.Claim:
         try:
@@ -164,7 +172,11 @@ class Worker(BaseWorker):
 
     def _hooks_in_horse(self) -> bool:
         """Whether the horse runs the job through the worker's perform_job (RQ's hooks that run in the horse)."""
-        return any(replaced(self, name) for name in ('perform_job', 'handle_job_success', 'handle_job_failure'))
+        return any(replaced(self, name) for name in HORSE_HOOKS)
+
+    def _hooks_after_report(self) -> bool:
+        """Whether the handlers run in the worker once the horse reported (a spawned child has no hooks)."""
+        return False
 
     def _stand_in(self) -> dict[bytes, bytes] | None:
         """A warm-up job for the horses, when a spare CPU can run it while the current job runs.
@@ -216,13 +228,6 @@ class Worker(BaseWorker):
         except Exception:
             self.log.exception('Job %s: error while executing stopped callback', job.id)
 
-    def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
-        if self.work_horse_killed_handler is not None:
-            try:
-                self.work_horse_killed_handler(job, retpid, ret_val, rusage)
-            except Exception:
-                self.log.exception('Worker %s: work_horse_killed_handler failed', self.name)
-
     # --- commands
 
     def kill_horse(self, sig: int = signal.SIGKILL) -> None:
@@ -230,7 +235,10 @@ class Worker(BaseWorker):
         with self._horse_lock:
             pid = self._horse_pid
             killed = bool(pid) and kill_group(pid, sig)
-        if killed:
+            first = killed and self._horse_killed != pid  # (a cold shutdown kills it twice: logged once)
+            if killed:
+                self._horse_killed = pid
+        if first:
             self.log.info('Worker %s: killed horse pid %s', self.name, pid)
         concurrent = self._concurrent
         if concurrent is not None and concurrent.horses is not None:  # every horse, at concurrency > 1

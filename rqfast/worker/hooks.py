@@ -1,4 +1,5 @@
-"""RQ's extension points on the worker: execute_job, perform_job, handle_job_success, handle_job_failure.
+"""RQ's extension points on the worker: execute_job, perform_job, handle_job_success, handle_job_failure,
+handle_job_retry, handle_exception.
 
 RQ applications subclass the worker and override these (to time jobs, close database connections,
 report to an error tracker...). rqfast's loop does not need them: process_claim executes a job and
@@ -8,11 +9,15 @@ worker is made and when work() starts); then they are called where RQ calls them
 
 - execute_job(job, queue), in the worker: the default runs the job (in process, or in a horse) and
   records how it ended;
-- perform_job(job, queue), where the job runs (in a forking worker's horse): the default runs the
-  job, then calls handle_job_success or handle_job_failure;
-- handle_job_success / handle_job_failure: the default records the outcome (one finish_job call,
-  claiming nothing). In a horse they only hand the outcome to the worker, which records it when the
-  horse reports: a horse makes no Redis call of its own, in this path too.
+- perform_job(job, queue[, execution]), where the job runs (in a forking worker's horse): the
+  default runs the job, then calls handle_job_success, handle_job_failure or handle_job_retry;
+- handle_job_success / handle_job_failure / handle_job_retry: the default records the outcome (one
+  finish_job call, claiming nothing). In a horse they only hand the outcome to the worker, which
+  records it when the horse reports: a horse makes no Redis call of its own, in this path too.
+
+Each is called with the arguments RQ 2.12 or RQ 3.0 passes, by the override's signature (calling.py).
+A hook that raises before its job is recorded fails the job with a record that names the hook, and
+the worker logs it with its traceback.
 
 Called directly (as RQ's tests and some tools do, with a job no worker claimed), they run and record
 at once. With hooks, the next job is claimed by its own call: one more round trip per job.
@@ -30,7 +35,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -41,36 +45,9 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..security import is_sealed
 from ..status import WorkerStatus
+from .calling import HOOKS, HookCalling, HookCalls, JobInHand, hook_failure_text, replaced
 from .finishing import clock
 from .signals import ColdShutdown
-
-HOOKS = ('execute_job', 'perform_job', 'handle_job_success', 'handle_job_failure')
-_RQFAST_WORKER = __name__.rpartition('.')[0]
-
-
-@dataclass
-class JobInHand:
-    """The job the hooks are running: its claim, the pinned time, and what ended it once recorded."""
-
-    claim: engine.Claim
-    now: datetime | None = None
-    ran: Outcome | None = None  # what perform_job's run ended with (handle_job_success records its value)
-    recorded: Outcome | None = None
-    # On a job thread of a worker at concurrency > 1 (steps.py): the death penalty that works
-    # there, and how an outcome goes to the worker's loop, which records it (True once recorded)
-    penalty: Any = None
-    deliver: Callable[[Outcome], bool] | None = None
-
-
-def replaced(worker: Any, name: str) -> bool:
-    """Whether `name` on this worker is not rqfast's own: a subclass's method, or a patch on the class or instance."""
-    if name in vars(worker):
-        return True
-    for klass in type(worker).__mro__:
-        found = vars(klass).get(name)
-        if found is not None:
-            return not str(getattr(found, '__module__', '')).startswith(_RQFAST_WORKER)
-    return False
 
 
 def handler_list(handlers: Any) -> list[Any]:
@@ -80,7 +57,7 @@ def handler_list(handlers: Any) -> list[Any]:
     return list(handlers) if isinstance(handlers, list | tuple) else [handlers]
 
 
-class JobHooks:
+class JobHooks(HookCalling):
     """RQ's extension points as the worker's methods (defaults: what the loop does without them)."""
 
     connection: Any
@@ -125,6 +102,7 @@ class JobHooks:
 
     def look_for_hooks(self) -> None:
         self.uses_hooks = any(replaced(self, name) for name in HOOKS)
+        self._calls = HookCalls(self)
 
     @property
     def is_horse(self) -> bool:
@@ -140,36 +118,35 @@ class JobHooks:
         if outcome.kind is OutcomeKind.SUCCESS:
             self._log_job_ok(job)
 
-    def perform_job(self, job: Job, queue: Any) -> bool:
-        """Run the job in this process, then handle_job_success or handle_job_failure; True unless it failed."""
+    def perform_job(self, job: Job, queue: Any, execution: Any = None) -> bool:
+        """Run the job in this process, then handle_job_success, _failure or _retry; True unless it failed."""
         in_hand = self._in_hand_for(job, queue)
         outcome = in_hand.ran = self._run(job, in_hand.now, in_hand.penalty)
-        if outcome.kind is OutcomeKind.SUCCESS:
-            self.handle_job_success(job, queue, _started_registry(queue))
-            if not self._is_horse:
-                self._log_job_ok(job)
-            return True
-        if outcome.kind is OutcomeKind.FAILURE:
-            if not self._is_horse:
-                self._log_exception(job, outcome.exc_string)
-            self.handle_job_failure(job, queue, _started_registry(queue), exc_string=outcome.exc_string)
-            return False
-        self._record_outcome(job, queue, outcome)  # a returned Retry (RQ's handle_job_retry)
-        return True
+        return self._handle_outcome(job, queue, outcome, log=not self._is_horse)
 
-    def handle_job_success(self, job: Job, queue: Any, started_job_registry: Any = None) -> None:
+    def handle_job_success(self, job: Job, queue: Any, started_job_registry: Any = None, execution: Any = None) -> None:
         """Record the job as finished (its result, dependents, counters), or hand it to the worker from a horse."""
         ran = self._in_hand.ran if self._in_hand is not None else None
         value = ran.value if ran is not None and ran.kind is OutcomeKind.SUCCESS else None
         self._record_outcome(job, queue, Outcome(OutcomeKind.SUCCESS, value))
 
-    def handle_job_failure(self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = '') -> None:
+    def handle_job_failure(
+        self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = '', execution: Any = None
+    ) -> None:
         """Record the job as failed (retried while it has retries left), or hand it to the worker from a horse."""
         self._record_outcome(job, queue, Outcome(OutcomeKind.FAILURE, exc_string=exc_string))
 
+    def handle_job_retry(
+        self, job: Job, queue: Any, retry: Any, started_job_registry: Any = None, execution: Any = None
+    ) -> None:
+        """A job that returned a Retry: run again (requeued or scheduled), or failed once retry.max is reached."""
+        self._record_outcome(job, queue, Outcome(OutcomeKind.RETRY, retry))
+
     def handle_exception(self, job: Job, *exc_info: Any) -> None:
-        """Log the job's exception and walk the exception handlers (rqfast's run does both itself)."""
-        self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
+        """Log the job's exception and walk the exception handlers (rqfast's run does both itself, unless a
+        subclass overrides this: then perform_job calls it, as RQ's does). A horse leaves the log to its worker."""
+        if not self._is_horse:
+            self._log_exception(job, ''.join(traceback.format_exception(*exc_info)))
         run_exception_handlers(job, exc_info, self._exc_handlers)
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
@@ -201,12 +178,13 @@ class JobHooks:
     def _run(self, job: Job, now: datetime | None, penalty: Any = None) -> Outcome:
         timeout = self.queue_class.DEFAULT_TIMEOUT
         penalty = penalty or self.death_penalty_class
+        handlers = [] if self._hook_calls().exception else self._exc_handlers  # (else handle_exception runs them)
         try:
-            return run_job(job, penalty, self._exc_handlers, default_timeout=timeout, clock=clock(now))
+            return run_job(job, penalty, handlers, default_timeout=timeout, clock=clock(now))
         except ColdShutdown:  # the worker's own stop: the job is failed with it, and the worker stops
             raise
         except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
-            return fail_job(job, sys.exc_info(), penalty, self._exc_handlers, clock(now))
+            return fail_job(job, sys.exc_info(), penalty, handlers, clock(now))
 
     def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
         """The claim being run; for a job called in directly, one of its own, ending the execution that
@@ -241,17 +219,20 @@ class JobHooks:
         the override left it, started, until maintenance finds it abandoned.
         """
         in_hand = self._in_hand = JobInHand(claim, now)
+        self.execution = self._execution_for(job, in_hand)  # RQ's worker.execution while the job is in hand
         try:
             self.execute_job(job, self._queue_named(claim.queue or job.origin))
         except BaseException:
             if in_hand.recorded is None:
-                self._finish(job, claim, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()), False, now)
+                self._finish(job, claim, self._hook_failed(job, in_hand), False, now)
             elif isinstance(sys.exc_info()[1], Exception):
                 self.log.exception('Worker %s: error after job %s was recorded', self.name, job.id)
             if not isinstance(sys.exc_info()[1], Exception):
                 raise
         finally:
             self._in_hand = None
+            if self.execution is in_hand.execution:
+                self.execution = None
             if self._in_flight.pop(job.id, None) is not None:  # not recorded: no longer this worker's to keep alive
                 self._state = WorkerStatus.IDLE
         return engine.Claim()
@@ -305,25 +286,22 @@ class JobHooks:
         )
 
 
-def _started_registry(queue: Any) -> Any:
-    try:
-        return queue.started_job_registry
-    except Exception:  # a stand-in queue (None, a foreign object): RQ's default ignores it too
-        return None
-
-
-def perform_in_horse(worker: JobHooks, job: Job) -> Outcome:
+def perform_in_horse(worker: JobHooks, job: Job, execution_id: str = '') -> Outcome:
     """A forking worker's horse with hooks: the worker's perform_job runs the job, as in RQ's horse.
 
     What handle_job_success/failure recorded is the horse's report; perform_job that records
     nothing fails the job (it would otherwise stay started until maintenance found it).
     """
     worker._is_horse = True
-    in_hand = worker._in_hand = JobInHand(engine.Claim(job.id, job.origin, started_at=job.started_at))
+    claim = engine.Claim(job.id, job.origin, execution_id, started_at=job.started_at)
+    in_hand = worker._in_hand = JobInHand(claim)
+    worker.execution = worker._execution_for(job, in_hand)
     try:
-        worker.perform_job(job, worker._queue_named(job.origin))
+        worker._call_perform_job(job, worker._queue_named(job.origin))
     except BaseException:
-        return in_hand.recorded or Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+        if in_hand.recorded is not None:
+            return in_hand.recorded
+        return Outcome(OutcomeKind.FAILURE, exc_string=hook_failure_text(worker, job.id, in_hand.ran))
     if in_hand.recorded is None:
         reason = f'rqfast: {type(worker).__name__}.perform_job() returned without recording how job {job.id} ended\n'
         return Outcome(OutcomeKind.FAILURE, exc_string=reason)
@@ -345,7 +323,7 @@ def execute_on_thread(
         worker.execute_job(job, worker._queue_named(claim.queue or job.origin))
     except BaseException:  # (on a thread, a SystemExit from the hook cannot stop the worker: it fails the job)
         if in_hand.recorded is None:
-            return Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()), True
+            return worker._hook_failed(job, in_hand), True
         worker.log.exception('Worker %s: error after job %s was recorded', worker.name, job.id)
     finally:
         worker._in_hand = None

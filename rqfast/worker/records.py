@@ -231,8 +231,20 @@ class WorkerRecords:
     def register_death(self) -> None:
         write_death(self.connection, self.name, now(), self.queue_names())
 
-    def heartbeat(self) -> bool:
-        """Refresh the worker hash and every job in flight; True when rq:suspended is set."""
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> bool:
+        """Refresh the worker hash and every job in flight; True when rq:suspended is set.
+
+        Called as RQ's (a timeout or a pipeline): the worker hash and its executions index only, kept
+        `timeout` seconds (default worker_ttl + 60), in the pipeline if given; False.
+        """
+        if timeout is not None or pipeline is not None:
+            self.last_heartbeat = now()
+            target = pipeline if pipeline is not None else self.connection
+            key, ttl = keys.worker_key(self.name), timeout or self.worker_ttl + 60
+            target.hset(key, 'last_heartbeat', utcformat(self.last_heartbeat))
+            target.expire(key, ttl)
+            target.expire(keys.worker_executions_key(self.name), ttl)
+            return False
         moment = now()
         self.last_heartbeat = moment
         in_flight = [(c.job_id or '', c.queue or '', c.execution_id) for c in self._in_flight.values()]

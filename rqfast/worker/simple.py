@@ -22,7 +22,7 @@ class SimpleWorker(BaseWorker):
 
     def execute_job(self, job: Job, queue: Any) -> None:
         """RQ's: the job runs here, through perform_job (only called when a subclass overrides a hook)."""
-        self.perform_job(job, queue)
+        self._call_perform_job(job, queue)
 
     def stop_job(self, job_id: str) -> None:
         """At concurrency > 1 the job stops (its thread left to end, its task cancelled); else ignored, as in RQ."""

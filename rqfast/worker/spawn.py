@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import pipes
 from ..connections import client_recipe
+from .calling import replaced
 from .forking import Worker
 from .pool import Horse
 
@@ -84,6 +85,60 @@ class SpawnWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pickled: bytes | None = None
+        self._made_child_hooks: tuple[ChildHooks | None] | None = None
+
+    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
+        self._made_child_hooks = None
+        self._pickled = None
+        super().bootstrap(*args, **kwargs)
+        if self._hooks_in_horse() and self._child_hooks() is None and replaced(self, 'perform_job'):
+            self.log.warning(
+                'Worker %s: %s.perform_job() does not run: its class cannot be imported by a spawned child '
+                "(defined in __main__ or in a function), which runs the job with RQ's default; the handle_job_* "
+                'hooks run in the worker once the child reports',
+                self.name,
+                type(self).__name__,
+            )
+
+    def _child_hooks(self) -> ChildHooks | None:
+        """The worker's hooks for its children, as RQ 3.0's child runs them: on a worker of the same
+        class made there, when the class can be imported by name (else None). Made once per work()."""
+        if self._made_child_hooks is None:
+            self._made_child_hooks = (self._make_child_hooks(),)
+        return self._made_child_hooks[0]
+
+    def _make_child_hooks(self) -> ChildHooks | None:
+        if not self._hooks_in_horse():
+            return None
+        klass = type(self)
+        try:
+            importable = klass.__module__ != '__main__' and pickle.loads(pickle.dumps(klass)) is klass
+        except Exception:
+            importable = False
+        if not importable:
+            return None
+        options = {
+            'default_result_ttl': self.default_result_ttl,
+            'job_class': self.job_class,
+            'queue_class': self.queue_class,
+            'exception_handlers': self._picklable_handlers(),
+            'log_job_description': self.log_job_description,
+            'job_monitoring_interval': self.job_monitoring_interval,
+            'disable_default_exception_handler': self.disable_default_exception_handler,
+            'serializer': self._serializer_arg,
+        }
+        attributes = {'death_penalty_class': self.death_penalty_class, 'log_result_lifespan': self.log_result_lifespan}
+        hooks = ChildHooks(klass, self.queue_names(), self.name, options, attributes)
+        try:
+            pickle.dumps(hooks, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a job class, queue class or death penalty a child cannot import
+            return None
+        return hooks
+
+    def _hooks_after_report(self) -> bool:
+        """A child that cannot make the worker's class has not its hooks: the handlers run in the worker
+        with the child's report."""
+        return self._hooks_in_horse() and self._child_hooks() is None
 
     def start_horse(self) -> Horse:
         """Spawn a child; it reads the worker's settings and waits for its job."""
@@ -138,12 +193,12 @@ class SpawnWorker(Worker):
                     'that does not pickle): jobs will fail',
                     self.name,
                 )
-            # a new interpreter has no copy-on-write, nor the worker's perform_job & co. (neither has RQ's child)
+            # a new interpreter has no copy-on-write: the worker's perform_job & co. only by its class's name
             settings = self.horse_settings().replace(
                 exception_handlers=self._picklable_handlers(),
                 client=client,
                 stand_in=None,
-                perform=None,
+                perform=self._child_hooks(),
             )
             self._pickled = pickle.dumps(settings, protocol=pickle.HIGHEST_PROTOCOL)
         return self._pickled
@@ -162,3 +217,23 @@ class SpawnWorker(Worker):
                     handler,
                 )
         return handlers
+
+
+class ChildHooks:
+    """In a spawned child: the worker's perform_job (and so its handle_job_* hooks) on a worker of the
+    worker's class made there (with the job's connection, registering nothing), as RQ 3.0's child does."""
+
+    def __init__(
+        self, klass: type, queues: list[str], name: str, options: dict[str, Any], attributes: dict[str, Any]
+    ) -> None:
+        self.klass, self.queues, self.name, self.options, self.attributes = klass, queues, name, options, attributes
+
+    def __call__(self, job: Any, execution_id: str) -> Any:
+        from .hooks import perform_in_horse
+
+        worker = self.klass(
+            self.queues, name=self.name, connection=job.connection, prepare_for_work=False, **self.options
+        )
+        for attribute, value in self.attributes.items():
+            setattr(worker, attribute, value)
+        return perform_in_horse(worker, job, execution_id)

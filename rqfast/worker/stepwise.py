@@ -34,9 +34,13 @@ class Stepwise:
     _state: WorkerStatus
     execution: Execution | None = None
 
-    def get_heartbeat_ttl(self, job: Job) -> int:
-        """Seconds a started job stays alive without a heartbeat (the claim script's rule)."""
-        return heartbeat_ttl(job.timeout, self.job_monitoring_interval)
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        """Seconds a started job stays alive without a heartbeat (the claim script's rule), for a job
+        that has run `working_time` seconds of its timeout (RQ 3.0's argument)."""
+        timeout = job.timeout
+        if timeout and timeout > 0 and working_time > 0:
+            timeout = max(1, int(timeout - working_time))
+        return heartbeat_ttl(timeout, self.job_monitoring_interval)
 
     def prepare_execution(self, job: Job) -> Execution:
         """A new execution of the job, recorded as the claim script records one; the worker is busy."""
@@ -71,9 +75,11 @@ class Stepwise:
         job.worker_name, job.started_at, job.last_heartbeat = self.name, moment, moment
         job.set_local_status(JobStatus.STARTED)
 
-    def maintain_heartbeats(self, job: Job) -> None:
-        """Keep the worker, the job and its execution alive (the heartbeat script: a deleted job stays deleted)."""
-        execution_id = self.execution.id if self.execution is not None else ''
+    def maintain_heartbeats(self, job: Job, execution: Execution | None = None) -> None:
+        """Keep the worker, the job and its execution (RQ 3.0 passes it; else the worker's) alive
+        (the heartbeat script: a deleted job stays deleted)."""
+        execution = execution if execution is not None else self.execution
+        execution_id = execution.id if execution is not None else ''
         write_heartbeat(
             self.connection,
             self.name,

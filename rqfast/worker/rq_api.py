@@ -1,0 +1,226 @@
+"""The rest of RQ's public Worker API (2.12's and 3.0's), for code that calls or overrides it.
+
+rqfast's loop does most of this in its scripts (suspension is seen by the claim script, counters and
+working time are written by finish_job, the executions index by the claim and finish scripts), so
+it calls few of these; they do what RQ's do when called, and read what rqfast's scripts write.
+tests/test_worker_api.py compares the worker classes' public names with RQ's; the few left out
+are listed there with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from redis import Redis
+
+from .. import engine, keys
+from ..dates import now, utcformat
+from ..exceptions import StopRequested
+from ..executions import Execution
+from ..group import Group
+from ..job import Job
+from ..status import WorkerStatus
+from ..suspension import is_suspended
+from ..text import as_text
+from .order import QueueOrder
+
+try:  # as RQ: the process title shows what the worker does when setproctitle is installed
+    from setproctitle import setproctitle as _set_title  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the environment
+
+    def _set_title(title: str) -> None:
+        pass
+
+
+class RQWorkerAPI:
+    """RQ's worker methods and attributes that rqfast's loop does not need (a BaseWorker mixin)."""
+
+    connection: Redis
+    name: str
+    log: logging.Logger
+    queues: list[Any]
+    queue_class: Any
+    job_class: Any
+    serializer: Any
+    work_horse_killed_handler: Any
+    _state: WorkerStatus
+    _stop_requested: bool
+    _shutdown_requested_date: Any
+    _in_flight: dict[str, engine.Claim]
+    _queue_order: QueueOrder
+    stop_job: Callable[[str], None]  # the worker class's
+    set_state: Callable[[WorkerStatus | str], None]  # WorkerRecords's
+    birth_date: Any
+    last_heartbeat: Any
+    pid: int
+    hostname: str
+    ip_address: str
+    version: str
+    python_version: str
+
+    exponential_backoff_factor = 2.0  # RQ's reconnect backoff (rqfast's: backoff.Backoff)
+    max_connection_wait_time = 60.0
+    log_job_description = True
+    redis_server_version: tuple[int, ...] | None = None
+    _executions_cache: list[Execution] | None = None
+
+    # --- RQ 3.0's executions
+
+    @property
+    def executions_key(self) -> str:
+        """The set of this worker's running executions (`<job id>:<execution id>`), as the claim script keeps it."""
+        return keys.worker_executions_key(self.name)
+
+    @property
+    def executions(self) -> dict[str, Execution]:
+        """The executions this worker runs now, by id (RQ 3.0's `worker.executions`)."""
+        return {
+            claim.execution_id: Execution(claim.execution_id, claim.job_id or '', self.connection, self.name)
+            for claim in list(self._in_flight.values())
+            if claim.execution_id
+        }
+
+    @property
+    def current_execution_count(self) -> int:
+        return int(self.connection.scard(self.executions_key))
+
+    def get_current_executions(self, refresh: bool = False) -> list[Execution]:
+        """The worker's running executions, read from its executions index (members whose hash is
+        gone are dropped from it); cached on the worker unless `refresh`."""
+        if not refresh and self._executions_cache:
+            return self._executions_cache
+        members = sorted(as_text(member) for member in self.connection.smembers(self.executions_key))
+        found = [Execution.from_composite_key(member, connection=self.connection) for member in members]
+        with self.connection.pipeline() as pipeline:
+            for execution in found:
+                pipeline.hgetall(execution.key)
+            hashes = pipeline.execute() if found else []
+        active = []
+        for execution, data in zip(found, hashes, strict=True):
+            if not data:
+                self.connection.srem(self.executions_key, execution.composite_key)
+                continue
+            execution.restore(data)
+            active.append(execution)
+        self._executions_cache = active
+        return active
+
+    def request_stop_execution(self, execution_id: str) -> None:
+        """Stop one running execution (RQ 3.0's stop command, by execution)."""
+        for claim in list(self._in_flight.values()):
+            if claim.execution_id == execution_id and claim.job_id:
+                self.stop_job(claim.job_id)
+                return
+        self.log.warning('Not running execution %s, command ignored.', execution_id)
+
+    # --- the worker hash
+
+    def serialize(self) -> dict[str, Any]:
+        """The worker hash's fields that describe the worker (RQ 3.0's)."""
+        return {
+            'birth': utcformat(self.birth_date or now()),
+            'last_heartbeat': utcformat(self.last_heartbeat or now()),
+            'queues': ','.join(queue.name for queue in self.queues),
+            'pid': self.pid,
+            'hostname': self.hostname,
+            'ip_address': self.ip_address,
+            'version': self.version,
+            'python_version': self.python_version,
+        }
+
+    def increment_failed_job_count(self, pipeline: Any = None) -> None:
+        (pipeline if pipeline is not None else self.connection).hincrby(keys.worker_key(self.name), 'failed_job_count')
+
+    def increment_successful_job_count(self, pipeline: Any = None) -> None:
+        target = pipeline if pipeline is not None else self.connection
+        target.hincrby(keys.worker_key(self.name), 'successful_job_count')
+
+    def increment_total_working_time(self, job_execution_time: timedelta, pipeline: Any = None) -> None:
+        target = pipeline if pipeline is not None else self.connection
+        target.hincrbyfloat(keys.worker_key(self.name), 'total_working_time', job_execution_time.total_seconds())
+
+    def set_current_job_working_time(self, current_job_working_time: float, pipeline: Any = None) -> None:
+        target = pipeline if pipeline is not None else self.connection
+        target.hset(keys.worker_key(self.name), 'current_job_working_time', current_job_working_time)
+
+    def set_shutdown_requested_date(self) -> None:
+        """Write when the worker was asked to stop (RQ's; rqfast's signal handler writes it itself)."""
+        moment = self._shutdown_requested_date or now()
+        self.connection.hset(keys.worker_key(self.name), 'shutdown_requested_date', utcformat(moment))
+
+    # --- the loop's steps, by hand
+
+    def check_for_suspension(self, burst: bool) -> None:
+        """Wait while workers are suspended (`rqfast suspend`); in burst mode, stop (StopRequested)."""
+        before: str | None = None
+        while not self._stop_requested and is_suspended(self.connection, self):  # type: ignore[arg-type]
+            if burst:
+                self.log.info('Worker %s: suspended in burst mode, exiting', self.name)
+                self.log.info('Worker %s: note: there could still be unfinished jobs on the queue', self.name)
+                raise StopRequested()
+            if before is None:
+                self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
+                before = self._state.value
+                self.set_state(WorkerStatus.SUSPENDED)
+            time.sleep(1)
+        if before is not None:
+            self.set_state(before)
+
+    def reorder_queues(self, reference_queue: Any) -> None:
+        """After a job came from `reference_queue`: the next claim's queue order, by the dequeue strategy."""
+        self._queue_order.claimed_from(getattr(reference_queue, 'name', reference_queue))
+
+    def validate_queues(self) -> None:
+        for queue in self.queues:
+            if not isinstance(queue, self.queue_class):
+                raise TypeError(f'{queue} is not of type {self.queue_class} or string types')
+
+    def handle_execution_ended(self, job: Job, queue: Any, heartbeat_ttl: int) -> None:
+        """The job's run ended: its end time, and a heartbeat that keeps it while it is recorded."""
+        job.ended_at = now()
+        job.heartbeat(now(), heartbeat_ttl)
+
+    def clean_group_registries(self) -> None:
+        """Drop expired jobs from the groups' registries (rqfast's maintenance does it on its own)."""
+        self.log.info('Worker %s: cleaning group registries', self.name)
+        Group.clean_registries(connection=self.connection)
+
+    def get_redis_server_version(self) -> tuple[int, ...]:
+        if not self.redis_server_version:
+            version = str(self.connection.info('server')['redis_version'])
+            self.redis_server_version = tuple(int(part) for part in version.split('.')[:3])
+        return self.redis_server_version
+
+    def procline(self, message: str) -> None:
+        """The process title, as RQ sets it (with setproctitle installed)."""
+        _set_title(f'{keys.worker_key(self.name)}: {message}')
+
+    # --- horses
+
+    @property
+    def horse_pid(self) -> int:
+        return 0  # a SimpleWorker has none (the forking Worker's is its running horse)
+
+    def setup_work_horse_signals(self) -> None:
+        """RQ's horse signals: Ctrl+C ignored (the worker handles it), SIGTERM ends the horse.
+        rqfast's horses set these up themselves (rqfast.horse.become_horse)."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def wait_for_horse(self) -> tuple[int | None, int | None, Any]:
+        """RQ's (pid, status, rusage) of the horse waited for: rqfast's worker never waits on a horse
+        (its horses are the breeder's children, watched through their report pipe: watching.py)."""
+        return None, None, None
+
+    def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
+        """A horse died without reporting: the worker's work_horse_killed_handler, if it has one."""
+        if self.work_horse_killed_handler is not None:
+            try:
+                self.work_horse_killed_handler(job, retpid, ret_val, rusage)
+            except Exception:
+                self.log.exception('Worker %s: work_horse_killed_handler failed', self.name)
