@@ -8,6 +8,7 @@ from ..version import VERSION
 from .admin import empty, requeue, resume, suspend
 from .cli_cron import cron
 from .enqueue import enqueue
+from .exporter import metrics
 from .monitor import info
 from .pool import worker_pool
 from .workers import worker
@@ -19,7 +20,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron):
+for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron, metrics):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_pool']
+__all__ = ['cron', 'enqueue', 'info', 'main', 'metrics', 'worker', 'worker_pool']
