@@ -137,9 +137,7 @@ def test_simple_worker_runs_each_job_in_a_consumer_span(redis_conn: redis.Redis,
     assert {span['pid'] for span in spans} == {os.getpid()}
 
 
-def test_forking_worker_runs_each_job_in_a_consumer_span_in_its_horse(
-    redis_conn: redis.Redis, spans_file: str
-) -> None:
+def test_forking_worker_runs_each_job_in_a_consumer_span_in_its_horse(redis_conn: redis.Redis, spans_file: str) -> None:
     producer, made = enqueue_in_span(redis_conn)
     Worker(['q'], connection=redis_conn).work(burst=True, logging_level='WARNING')
     spans = read_spans(spans_file)
