@@ -77,14 +77,18 @@ def enqueue_mix(conn: redis.Redis, queue: str = 'q') -> None:
     q.enqueue_in(timedelta(hours=1), jobs.noop)
 
 
-@pytest.mark.parametrize('worker_class', ['rqfast.SimpleWorker', 'rqfast.Worker'])
+@pytest.mark.parametrize(
+    'worker_options',
+    [['-w', 'rqfast.SimpleWorker'], ['-w', 'rqfast.Worker'], ['-w', 'rqfast.SimpleWorker', '-C', '3']],
+    ids=['simple', 'forking', 'concurrent'],
+)
 def test_live_worker_serves_counts_and_histograms_that_match_redis(
-    redis_url: str, redis_conn: redis.Redis, worker_class: str
+    redis_url: str, redis_conn: redis.Redis, worker_options: list[str]
 ) -> None:
     enqueue_mix(redis_conn)
     port = free_port()
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([ROOT, TESTS])}
-    command = [sys.executable, '-m', 'rqfast.cli', 'worker', 'q', '-u', redis_url, '-w', worker_class]
+    command = [sys.executable, '-m', 'rqfast.cli', 'worker', 'q', '-u', redis_url, *worker_options]
     command += ['--metrics-port', str(port), '--name', 'metered', '-q']
     proc = subprocess.Popen(command, env=env, cwd=TESTS)
     try:
@@ -203,3 +207,16 @@ def test_metrics_port_without_prometheus_client_names_the_extra(
     result = CliRunner().invoke(main, ['metrics', '-u', redis_url])
     assert result.exit_code == 1
     assert "pip install 'rqfast[metrics]'" in result.output
+
+
+def test_metrics_command_serves_the_exporter(redis_url: str, redis_conn: redis.Redis) -> None:
+    rqfast.Queue('q', connection=redis_conn).enqueue(jobs.noop)
+    port = free_port()
+    command = [sys.executable, '-m', 'rqfast.cli', 'metrics', '-u', redis_url, '--port', str(port)]
+    proc = subprocess.Popen(command + ['--host', '127.0.0.1'], env={**os.environ, 'PYTHONPATH': ROOT})
+    try:
+        samples = wait_until(lambda: _try_scrape(port), 20, 'rqfast metrics')
+        assert value(samples, 'rq_jobs', queue='q', status='queued') == 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)

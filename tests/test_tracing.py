@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -145,3 +147,24 @@ def test_forking_worker_runs_each_job_in_a_consumer_span_in_its_horse(redis_conn
     consumers = [span for span in spans if span['kind'] == 'CONSUMER']
     assert os.getpid() not in {span['pid'] for span in consumers}  # opened in the horses
     assert not any(span['attributes']['messaging.message.id'] == 'rqfast-warm-up' for span in consumers)
+
+
+def test_without_opentelemetry_nothing_is_traced_and_jobs_run(redis_url: str, redis_conn: redis.Redis) -> None:
+    """The extra not installed: tracing.ENABLED is False, enqueue writes no field, the worker opens no span."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        'import sys\n'
+        "sys.modules['opentelemetry'] = None  # as if not installed\n"
+        'import redis, rqfast, rqfast.tracing, jobs\n'
+        'assert not rqfast.tracing.ENABLED\n'
+        'conn = redis.Redis.from_url(sys.argv[1])\n'
+        "job = rqfast.Queue('q', connection=conn).enqueue(jobs.add, 1, 2)\n"
+        "rqfast.SimpleWorker(['q'], connection=conn).work(burst=True, logging_level='WARNING')\n"
+        'print(job.id)\n'
+    )
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([os.path.dirname(tests), tests])}
+    done = subprocess.run([sys.executable, '-c', code, redis_url], env=env, cwd=tests, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip()
+    assert redis_conn.hget(keys.job_key(job_id), 'status') == b'finished'
+    assert not redis_conn.hexists(keys.job_key(job_id), 'rqfast_trace')
