@@ -124,16 +124,19 @@ class RedisCollector:
         return queues, workers
 
     def _workers(self, core: Any, worker_keys: list[str], hashes: list[dict[Any, Any]]) -> Iterator[Any]:
-        """rq-exporter's worker families (a worker whose hash is gone is left out)."""
+        """rq-exporter's worker families (a worker whose hash is gone, or cannot be read, is left out)."""
         state = core.GaugeMetricFamily('rq_workers', 'RQ workers', labels=['name', 'state', 'queues'])
         labels = ['name', 'queues']
         success = core.CounterMetricFamily('rq_workers_success', 'RQ workers success count', labels=labels)
         failed = core.CounterMetricFamily('rq_workers_failed', 'RQ workers fail count', labels=labels)
         working = core.CounterMetricFamily('rq_workers_working_time', 'RQ workers spent seconds', labels=labels)
         for worker_key, raw in zip(worker_keys, hashes, strict=True):
-            if not raw:
+            try:
+                record = records.parse(worker_key, raw) if raw else None
+            except ValueError:  # a hash this version cannot read (an unknown state): the others are still shown
+                record = None
+            if record is None:
                 continue
-            record = records.parse(worker_key, raw)
             queues = ','.join(record.queues)
             state.add_metric([record.name, record.state.value, queues], 1)
             success.add_metric([record.name, queues], record.successful_job_count)

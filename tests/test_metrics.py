@@ -220,3 +220,17 @@ def test_metrics_command_serves_the_exporter(redis_url: str, redis_conn: redis.R
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(20)
+
+
+def test_exporter_leaves_out_a_worker_hash_it_cannot_read(redis_conn: redis.Redis) -> None:
+    for name, state in (('good', 'idle'), ('odd', 'hibernating')):
+        redis_conn.hset(keys.worker_key(name), mapping={'queues': 'q', 'state': state, 'successful_job_count': 4})
+        redis_conn.sadd(keys.WORKERS, keys.worker_key(name))
+    samples = {
+        family.name: {tuple(sorted(s.labels.items())): s.value for s in family.samples}
+        for family in text_string_to_metric_families(
+            prometheus_client.generate_latest(exporter_registry(redis_conn)).decode()
+        )
+    }
+    assert value(samples, 'rq_workers', name='good', queues='q', state='idle') == 1
+    assert not any(dict(labels).get('name') == 'odd' for labels in samples['rq_workers'])
