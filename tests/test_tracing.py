@@ -168,3 +168,17 @@ def test_without_opentelemetry_nothing_is_traced_and_jobs_run(redis_url: str, re
     job_id = done.stdout.strip()
     assert redis_conn.hget(keys.job_key(job_id), 'status') == b'finished'
     assert not redis_conn.hexists(keys.job_key(job_id), 'rqfast_trace')
+
+
+def test_rq_reads_and_saves_a_traced_job_and_keeps_the_field(redis_conn: redis.Redis, spans_file: str) -> None:
+    """The field is additive: RQ's Job.fetch ignores it, and RQ's save (an HSET) leaves it in the hash."""
+    import rq.job
+
+    _, made = enqueue_in_span(redis_conn)
+    stored = redis_conn.hget(keys.job_key(made[0].id), 'rqfast_trace')
+    job = rq.job.Job.fetch(made[0].id, connection=redis_conn)
+    assert job.func_name == 'jobs.add'
+    job.meta['seen'] = True
+    job.save()
+    assert redis_conn.hget(keys.job_key(made[0].id), 'rqfast_trace') == stored
+    assert rqfast.Job.fetch(made[0].id, connection=redis_conn)._rqfast_trace == stored.decode()
