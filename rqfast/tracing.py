@@ -44,7 +44,11 @@ def consumer_span(job: Any) -> Iterator[Any]:
     """The span of one run of the job (current while it runs), child of the span that enqueued it.
 
     Only called when ENABLED. The caller hands the run's outcome to `ended` before the block ends.
+    No tracer provider configured (the API's stand-in): no span at all, not even a no-op one.
     """
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        yield trace.INVALID_SPAN
+        return
     stored = getattr(job, '_rqfast_trace', None)
     parent = _PROPAGATOR.extract({'traceparent': stored}) if stored else None
     queue = job.origin or ''
