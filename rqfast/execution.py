@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from . import tracing
 from .dates import now
 from .job import Job, Retry
 from .outcome import Outcome, OutcomeKind
@@ -29,6 +30,19 @@ def run_job(
     clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
+    if tracing.ENABLED:  # (opentelemetry installed): the run in a consumer span, child of the enqueue's
+        with tracing.consumer_span(job) as span:
+            return tracing.ended(span, _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock))
+    return _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+
+
+def _run_job(
+    job: Job,
+    death_penalty_class: type[BaseDeathPenalty],
+    exception_handlers: Sequence[ExceptionHandler],
+    default_timeout: int,
+    clock: Callable[[], datetime],
+) -> Outcome:
     job.started_at = clock()
     job.persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
     try:
@@ -55,6 +69,15 @@ async def run_job_async(
 
     Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
     """
+    if tracing.ENABLED:
+        with tracing.consumer_span(job) as span:
+            return tracing.ended(span, await _run_job_async(job, exception_handlers, default_timeout, clock))
+    return await _run_job_async(job, exception_handlers, default_timeout, clock)
+
+
+async def _run_job_async(
+    job: Job, exception_handlers: Sequence[ExceptionHandler], default_timeout: int, clock: Callable[[], datetime]
+) -> Outcome:
     job.started_at = clock()
     job.persist_on_perform = False
     try:

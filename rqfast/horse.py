@@ -22,6 +22,7 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from . import tracing
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
@@ -319,6 +320,8 @@ def serve_one_job(
     if orphaned and execution_id:
         run = (settings.worker_name, settings.default_result_ttl, settings.disable_default_exception_handler)
         record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
+    if tracing.ENABLED:  # the horse ends with os._exit: its job's span is exported now
+        tracing.flush()
 
 
 def _run_outcome(job: Any, settings: HorseSettings) -> Outcome:
@@ -357,7 +360,8 @@ def warm_up(settings: HorseSettings, connection: Any) -> None:
     """
     try:
         job = _load_job(settings, connection, 'rqfast-warm-up', settings.stand_in or {}, now())
-        encode_report(run_in_horse(job, settings.death_penalty_class, (), settings.default_timeout))
+        with tracing.paused():  # not a job anyone enqueued: no span
+            encode_report(run_in_horse(job, settings.death_penalty_class, (), settings.default_timeout))
     except Exception:
         pass
 

@@ -255,6 +255,7 @@ class JobRecord:
     ttl: int | None = _stored(POSITIVE_INT)
     allow_dependency_failures: bool | None = _stored(FLAG)
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
+    _rqfast_trace: str | None = _stored(NONEMPTY_TEXT)  # rqfast's: the enqueuer's W3C traceparent (tracing.py)
 
     @property
     def has_rate_limit(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import keys
+from . import keys, tracing
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError
 from .scriptload import DirectLine as DirectLine
@@ -44,6 +44,10 @@ def enqueue_record(
 
     fields = job_fields(job)
     fields.pop('status', None)
+    if tracing.ENABLED and tracing.TRACE_FIELD not in fields:  # the enqueuer's span, the parent of the job's run
+        traceparent = job._rqfast_trace = tracing.current_traceparent()
+        if traceparent:
+            fields[tracing.TRACE_FIELD] = traceparent
     if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
         fields.pop('enqueued_at', None)
     dependency_ids = job.depends_on_ids if check_dependencies else []

@@ -9,6 +9,7 @@ from .admin import empty, requeue, resume, suspend
 from .alive import worker_alive
 from .cli_cron import cron
 from .enqueue import enqueue
+from .exporter import metrics
 from .monitor import info
 from .pool import worker_pool
 from .workers import worker
@@ -20,7 +21,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron, worker_alive):
+for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron, metrics, worker_alive):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_alive', 'worker_pool']
+__all__ = ['cron', 'enqueue', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']

@@ -13,6 +13,7 @@ import click
 import redis
 
 from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
+from ..metrics import MetricsUnavailable, serve_worker
 from ..suspension import is_suspended
 from ..worker import BaseWorker, DequeueStrategy
 from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
@@ -59,6 +60,8 @@ class WorkerOptions:
     disable_job_desc_logging: bool
     allow: tuple[str, ...]
     concurrency: int = 1
+    metrics_port: int | None = None
+    metrics_host: str = '127.0.0.1'
 
 
 @click.command()
@@ -115,12 +118,20 @@ class WorkerOptions:
     show_default=True,
     help='Jobs in flight at once in this worker (SimpleWorker: threads and one event loop; Worker: horses).',
 )
+@click.option(
+    '--metrics-port',
+    type=click.IntRange(min=0, max=65535),
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (needs pip install 'rqfast[metrics]').",
+)
+@click.option('--metrics-host', default='127.0.0.1', show_default=True, help='Address the metrics endpoint binds.')
 def worker(**options: Any) -> None:
     """Start a worker on the given queues (default: settings QUEUES, else `default`)."""
     opts = WorkerOptions(**options)
     prepend_paths(opts.path)
     settings = read_settings(opts.config)
     instance, work_kwargs = build_worker(opts, settings)
+    if opts.metrics_port is not None:
+        serve_metrics(instance, opts.metrics_port, opts.metrics_host)
     if opts.pid:
         write_pid(opts.pid)
     run(instance, work_kwargs)
@@ -179,6 +190,16 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         **extra,
     )
     return instance, work_kwargs
+
+
+def serve_metrics(instance: BaseWorker, port: int, host: str) -> None:
+    """The worker's metrics endpoint, in a daemon thread; a missing extra or a port in use is one line."""
+    try:
+        serve_worker(instance, port, host)
+    except MetricsUnavailable as exc:
+        raise CliError(f'--metrics-port: {exc}') from exc
+    except OSError as exc:
+        raise CliError(f'--metrics-port: cannot listen on {host}:{port}: {exc}') from exc
 
 
 def job_security(opts: WorkerOptions, settings: dict[str, Any]) -> dict[str, Any]:

@@ -312,6 +312,8 @@ class Concurrent(JobSteps):
             worker.failed_job_count += 1
         if job.ended_at and job.started_at:
             worker.total_working_time += (job.ended_at - job.started_at).total_seconds()
+        if worker.job_observer is not None:
+            worker.job_observer(job, outcome)
         if done.ack is None and (outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO)):
             worker._log_outcome(job, outcome)  # (a success logs INFO lines only; the hooks log their own)
 

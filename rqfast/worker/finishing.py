@@ -65,6 +65,7 @@ class Finishing:
     _webhook_sender: WebhookSender | None = None  # started with the first webhook to send
     webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
     job_policy: JobPolicy | None
+    job_observer: Callable[[Job, Outcome], None] | None = None  # told each recorded end (rqfast.metrics)
     runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
     process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
     _log_completed: Callable[[Job], None]  # JobHooks'
@@ -143,6 +144,8 @@ class Finishing:
         else:
             self.failed_job_count += 1
         self.total_working_time += working
+        if self.job_observer is not None:  # from what this worker holds: no round trip
+            self.job_observer(job, outcome)
         return next_claim
 
     # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)

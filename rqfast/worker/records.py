@@ -163,6 +163,11 @@ def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> Wor
         if forget_if_gone:
             connection.srem(keys.WORKERS, worker_key)
         return None
+    return parse(worker_key, raw)
+
+
+def parse(worker_key: str, raw: dict[Any, Any]) -> WorkerRecord:
+    """The worker from its hash as HGETALL returns it (read's, and the metrics collector's pipelined reads)."""
     fields = {as_text(k): as_text(v) for k, v in raw.items()}
     return WorkerRecord(
         name=worker_key[len(keys.WORKER_PREFIX) :],

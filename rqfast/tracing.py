@@ -1,0 +1,105 @@
+"""OpenTelemetry, when installed (`pip install 'rqfast[tracing]'`): a job carries its producer's trace.
+
+At enqueue, the active span's W3C traceparent is stored in the job hash as `rqfast_trace` (an
+additive field: RQ's readers ignore it); whoever runs the job (a SimpleWorker, a horse, the sync
+path) opens a CONSUMER span around the run, child of that producer span, with the queue, the
+function, the outcome and the retries as attributes.
+
+Without opentelemetry-api, ENABLED is False, checked once per job by the callers (no import is
+tried again per job). With it but no SDK, the API's spans are no-ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .outcome import Outcome, OutcomeKind
+
+try:  # an optional dependency: imported once, here
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+except ImportError:  # pragma: no cover - the extra is not installed
+    ENABLED = False
+else:
+    ENABLED = True
+    _PROPAGATOR = TraceContextTextMapPropagator()
+
+TRACE_FIELD = 'rqfast_trace'  # the job hash field (jobhash.JobRecord._rqfast_trace)
+TRACER_NAME = 'rqfast'
+
+
+def current_traceparent() -> str | None:
+    """The active span's W3C traceparent; None when no span is active (or the extra is not installed)."""
+    if not ENABLED or not trace.get_current_span().get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return carrier.get('traceparent')
+
+
+@contextmanager
+def consumer_span(job: Any) -> Iterator[Any]:
+    """The span of one run of the job (current while it runs), child of the span that enqueued it.
+
+    Only called when ENABLED. The caller hands the run's outcome to `ended` before the block ends.
+    No tracer provider configured (the API's stand-in): no span at all, not even a no-op one.
+    """
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        yield trace.INVALID_SPAN
+        return
+    stored = getattr(job, '_rqfast_trace', None)
+    parent = _PROPAGATOR.extract({'traceparent': stored}) if stored else None
+    queue = job.origin or ''
+    attributes: dict[str, Any] = {
+        'messaging.system': 'rq',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': queue,
+        'messaging.message.id': job.id,
+    }
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(
+        f'process {queue}', context=parent, kind=trace.SpanKind.CONSUMER, attributes=attributes
+    ) as span:
+        if span.is_recording():
+            _describe(span, job)
+        yield span
+
+
+def _describe(span: Any, job: Any) -> None:
+    """The job's function and retries, read only when the span is recorded (a sealed job has no function)."""
+    try:
+        span.set_attribute('rqfast.job.func_name', str(job.func_name or ''))
+    except Exception:  # its call cannot be read (a poison job): the outcome says so
+        pass
+    span.set_attribute('rqfast.job.number_of_retries', job.number_of_retries or 0)
+    if job.retries_left is not None:
+        span.set_attribute('rqfast.job.retries_left', job.retries_left)
+
+
+def ended(span: Any, outcome: Outcome) -> Outcome:
+    """Record how the run ended on its span; the outcome, unchanged."""
+    if span.is_recording():
+        span.set_attribute('rqfast.job.outcome', outcome.kind.value)
+        if outcome.kind not in (OutcomeKind.SUCCESS, OutcomeKind.RETRY):
+            span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.exc_string.strip().rpartition('\n')[2]))
+    return outcome
+
+
+def flush(timeout_millis: int = 5000) -> None:
+    """Export what a process about to os._exit still holds (a horse's spans, under a BatchSpanProcessor)."""
+    force_flush = getattr(trace.get_tracer_provider(), 'force_flush', None)
+    if force_flush is not None:
+        force_flush(timeout_millis)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """No span for the runs inside (a horse's warm-up run of a stand-in job); a single-threaded process's."""
+    global ENABLED
+    was, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = was
