@@ -69,7 +69,11 @@ class Stepwise:
                 pipeline.lrem(keys.intermediate_queue_key(job.origin), 1, job.id)
             pipeline.execute()
         job.worker_name, job.started_at, job.last_heartbeat = self.name, moment, moment
-        job.set_local_status(JobStatus.STARTED)
+        local_status = getattr(job, 'set_local_status', None)
+        if local_status is not None:
+            local_status(JobStatus.STARTED)
+        else:  # a job of rq's own Job class, handed in by its caller: its status in memory is `_status`
+            job._status = JobStatus.STARTED
 
     def maintain_heartbeats(self, job: Job) -> None:
         """Keep the worker, the job and its execution alive (the heartbeat script: a deleted job stays deleted)."""
