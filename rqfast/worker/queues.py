@@ -12,17 +12,13 @@ and recorded through rqfast's job model whichever rq is installed (`own_job_clas
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from redis import Redis
 
 from ..imports import import_attribute
-from ..job import Job
 from ..queue import Queue
-
-# Foreign classes that are RQ's own, replaced without a word (any other foreign class is named in a warning)
-_RQ_OWN = frozenset({'rq.job.Job', 'rq.queue.Queue', 'django_rq.queues.DjangoRQ'})
+from ..queuebase import own_job_class as own_job_class  # the worker's job class, as a queue's
 
 
 def queue_list(queues: Any) -> list[Any]:
@@ -75,29 +71,6 @@ def worker_queue(queue: Any, connection: Redis, queue_class: type[Queue], job_cl
         raise TypeError(f'a worker takes queue names or queue objects with a name, not {queue!r}')
     own = getattr(queue, 'connection', None) or connection
     return queue_class(name, connection=own, job_class=job_class, serializer=serializer)
-
-
-def _qualified(cls: Any) -> str:
-    return f'{getattr(cls, "__module__", "?")}.{getattr(cls, "__qualname__", repr(cls))}'
-
-
-def own_job_class(job_class: Any, log: logging.Logger | None = None) -> type[Job]:
-    """The class the worker loads jobs as: `job_class` when it is rqfast's Job or a subclass of it, else
-    rqfast's Job (rq's Job, of 2.12 or 3.0, has none of the methods rqfast's worker calls on a job).
-
-    A foreign subclass of rq's Job is named in a warning: its overrides are not used (a subclass of
-    rqfast.job.Job keeps them).
-    """
-    cls = import_attribute(job_class) if isinstance(job_class, str) else job_class
-    if isinstance(cls, type) and issubclass(cls, Job):
-        return cls
-    if log is not None and _qualified(cls) not in _RQ_OWN:
-        log.warning(
-            'job class %s is not a subclass of rqfast.job.Job: jobs are loaded as rqfast.job.Job '
-            '(subclass rqfast.job.Job to keep its overrides)',
-            _qualified(cls),
-        )
-    return Job
 
 
 def own_queue_class(queue_class: Any) -> type[Queue]:
