@@ -67,13 +67,13 @@ class Stepwise:
             )
             if remove_from_intermediate_queue:
                 pipeline.lrem(keys.intermediate_queue_key(job.origin), 1, job.id)
+            rqfast_job = hasattr(job, 'set_local_status')
+            if not rqfast_job:  # a job of rq's own class, handed in by its caller: the same status, and in memory
+                job.set_status(JobStatus.STARTED, pipeline=pipeline)
             pipeline.execute()
         job.worker_name, job.started_at, job.last_heartbeat = self.name, moment, moment
-        local_status = getattr(job, 'set_local_status', None)
-        if local_status is not None:
-            local_status(JobStatus.STARTED)
-        else:  # a job of rq's own Job class, handed in by its caller: its status in memory is `_status`
-            job._status = JobStatus.STARTED
+        if rqfast_job:
+            job.set_local_status(JobStatus.STARTED)
 
     def maintain_heartbeats(self, job: Job) -> None:
         """Keep the worker, the job and its execution alive (the heartbeat script: a deleted job stays deleted)."""
