@@ -306,7 +306,7 @@ def serve_one_job(
         return
     try:
         job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
-    except Exception:  # e.g. its meta names a module this process cannot import: it fails as a job that raised
+    except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
         import traceback  # here: a horse whose job loads never imports it
 
         moment = now()
