@@ -305,7 +305,15 @@ def serve_one_job(
         report = Report(OutcomeKind.POISON.value, None, refused, started_at, moment, moment)
         write_message(report_fd, encode_report(report))
         return
-    job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
+    try:
+        job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
+    except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
+        import traceback  # here: a horse whose job loads never imports it
+
+        moment = now()
+        report = Report(OutcomeKind.FAILURE.value, None, traceback.format_exc(), started_at, moment, moment)
+        write_message(report_fd, encode_report(report))
+        return
     if settings.perform is not None:
         outcome = settings.perform(job, execution_id)
     else:

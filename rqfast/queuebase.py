@@ -21,6 +21,8 @@ from .text import as_text
 from .timeouts import UnixSignalDeathPenalty, parse_timeout
 
 if TYPE_CHECKING:
+    import logging
+
     from redis import Redis
 
 
@@ -29,8 +31,32 @@ def _check_blocking_timeout(timeout: int) -> None:
         raise ValueError('RQ does not support indefinite timeouts. Please pick a timeout value > 0')
 
 
+def _qualified(cls: Any) -> str:
+    return f'{getattr(cls, "__module__", "?")}.{getattr(cls, "__qualname__", repr(cls))}'
+
+
+def own_job_class(job_class: Any, log: logging.Logger | None = None) -> type[Job]:
+    """The class a queue or a worker makes jobs with: `job_class` when it is rqfast's Job or a subclass,
+    else rqfast's Job (rq's Job, of 2.12 or 3.0, as django-rq hands it by default, has none of the
+    methods rqfast calls on a job).
+
+    With `log` (a worker's), a foreign class other than rq's own Job is named in a warning: its
+    overrides are not used (a subclass of rqfast.job.Job keeps them).
+    """
+    cls = import_attribute(job_class) if isinstance(job_class, str) else job_class
+    if isinstance(cls, type) and issubclass(cls, Job):
+        return cls
+    if log is not None and _qualified(cls) != 'rq.job.Job':
+        log.warning(
+            'job class %s is not a subclass of rqfast.job.Job: jobs are loaded as rqfast.job.Job '
+            '(subclass rqfast.job.Job to keep its overrides)',
+            _qualified(cls),
+        )
+    return Job
+
+
 def _job_class(job_class: Any) -> Any:
-    return import_attribute(job_class) if isinstance(job_class, str) else job_class
+    return None if job_class is None else own_job_class(job_class)
 
 
 _Q = TypeVar('_Q', bound='BaseQueue')
@@ -65,8 +91,8 @@ class BaseQueue:
         self._key = keys.queue_key(name)
         self._default_timeout = parse_timeout(default_timeout) or self.DEFAULT_TIMEOUT
         self._is_async = kwargs.get('async', is_async)
-        if job_class is not None:
-            self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
+        if job_class is not None:  # rq's Job (django-rq's default JOB_CLASS) loads and enqueues as rqfast's
+            self.job_class = own_job_class(job_class)
         self.death_penalty_class = death_penalty_class
         self.serializer = resolve_serializer(serializer)
         self.signing_key = security.signing_key(

@@ -47,7 +47,6 @@ from ..defaults import (
     MAINTENANCE_INTERVAL,
 )
 from ..exceptions import StopRequested
-from ..imports import import_attribute
 from ..job import Job
 from ..queue import Queue
 from ..security import JobPolicy
@@ -60,7 +59,15 @@ from .commands import Commands
 from .finishing import Finishing
 from .hooks import JobHooks, handler_list
 from .order import DequeueStrategy, QueueOrder
-from .queues import configure_socket_timeout, connection_of, queue_list, socket_timeout, worker_queue
+from .queues import (
+    configure_socket_timeout,
+    connection_of,
+    own_job_class,
+    own_queue_class,
+    queue_list,
+    socket_timeout,
+    worker_queue,
+)
 from .records import WorkerRecords
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
@@ -115,10 +122,9 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self.concurrency = concurrency
         self._concurrent: Any = None  # the loop of a worker with concurrency > 1 (concurrent.py), while it works
         self._hands = threading.local()  # the hooks' job in hand, per thread (hooks.py)
-        if job_class is not None:
-            self.job_class = import_attribute(job_class) if isinstance(job_class, str) else job_class
-        if queue_class is not None:
-            self.queue_class = import_attribute(queue_class) if isinstance(queue_class, str) else queue_class
+        # rq's Job and Queue (2.12's or 3.0's, django-rq's DjangoRQ, subclasses) become rqfast's (queues.py)
+        self.job_class = own_job_class(self.job_class if job_class is None else job_class, logger)
+        self.queue_class = own_queue_class(self.queue_class if queue_class is None else queue_class)
         self._serializer_arg = serializer_path(serializer)  # RQ's: how a spawned child names it
         self.serializer = resolve_serializer(serializer)
         if default_worker_ttl and not worker_ttl:

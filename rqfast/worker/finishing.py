@@ -70,6 +70,7 @@ class Finishing:
     process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
     _log_completed: Callable[[Job], None]  # JobHooks'
     _log_job_ok: Callable[[Job], None]  # JobHooks'
+    _log_exception: Callable[..., None]  # JobHooks'
     _engine_connection: Callable[[], Any]  # BaseWorker's
     _ref: Callable[[], engine.WorkerRef]  # BaseWorker's
 
@@ -93,8 +94,11 @@ class Finishing:
                     return self.process_through_hooks(job, claim, now)
                 outcome = self.execute(job, claim, now)
         except Exception:  # a job must never take the worker down: it fails with what went wrong
-            outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
-            job = job or self._placeholder_job(job_id, queue, now=now)
+            if job is None:  # it could not be loaded
+                job, outcome = self._unloadable(claim, now)
+            else:
+                outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+                self._log_exception(job, outcome.exc_string)
         except BaseException as exc:  # a cold shutdown, or a BaseException that got past the run
             if job_id in self._in_flight:  # (the hooks' path records the job itself)
                 outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
@@ -306,7 +310,7 @@ class Finishing:
             named = ', '.join(f'{name}={value!r}' for name, (value, _) in bad.items())
             reason = (
                 f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
-                f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n'
+                f'unreadable field(s) {named or "?"}: {type(exc).__name__}: {exc}\n{traceback.format_exc()}'
             )
             resets = {name: reset for name, (_, reset) in bad.items()}
             placeholder = self._placeholder_job(claim.job_id or '', claim.queue or '', {**claim.raw, **resets}, now)
@@ -315,6 +319,14 @@ class Finishing:
         job.worker_name = self.name
         job.started_at = job.last_heartbeat = claim.started_at
         return job, None
+
+    def _unloadable(self, claim: engine.Claim, now: datetime | None = None) -> tuple[Job, Outcome]:
+        """For a job whose loading raised (called in the except block): a stand-in and a failure with the
+        traceback, logged as a job that raised is (RQ's error line)."""
+        outcome = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+        job = self._placeholder_job(claim.job_id or '', claim.queue or '', claim.raw, now)
+        self._log_exception(job, outcome.exc_string)
+        return job, outcome
 
     def _placeholder_job(
         self, job_id: str, queue: str, raw: dict[Any, Any] | None = None, now: datetime | None = None
@@ -344,5 +356,5 @@ class Finishing:
         if outcome.kind is OutcomeKind.SUCCESS:
             self._log_completed(job)
             self._log_job_ok(job)
-        elif outcome.kind is OutcomeKind.POISON:
-            self.log.error('Worker %s: job %s: %s', self.name, job.id, outcome.exc_string.strip())
+        elif outcome.kind is OutcomeKind.POISON:  # it never started: logged as a job that raised is
+            self._log_exception(job, outcome.exc_string)

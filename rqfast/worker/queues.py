@@ -3,6 +3,11 @@
 Any object with a `name` (and a `connection`) is a queue, as RQ's worker duck-types them: django-rq's
 DjangoRQ, a subclass of rq.Queue, or RQ's own Queue, so an app can switch only its worker class. A
 queue that is not rqfast's is rebuilt as the worker's queue_class under the same name.
+
+The same holds for the classes a worker is handed (django-rq hands its JOB_CLASS and the class of its
+queues, rq's Job and DjangoRQ by default, to any WORKER_CLASS): a job or queue class that is not
+rqfast's (rq 2.12's, rq 3.0's, or a subclass of them) is replaced by rqfast's own, so jobs are loaded
+and recorded through rqfast's job model whichever rq is installed (`own_job_class`, `own_queue_class`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from typing import Any
 
 from redis import Redis
 
+from ..imports import import_attribute
 from ..queue import Queue
+from ..queuebase import own_job_class as own_job_class  # the worker's job class, as a queue's
 
 
 def queue_list(queues: Any) -> list[Any]:
@@ -64,3 +71,18 @@ def worker_queue(queue: Any, connection: Redis, queue_class: type[Queue], job_cl
         raise TypeError(f'a worker takes queue names or queue objects with a name, not {queue!r}')
     own = getattr(queue, 'connection', None) or connection
     return queue_class(name, connection=own, job_class=job_class, serializer=serializer)
+
+
+def own_queue_class(queue_class: Any) -> type[Queue]:
+    """The class the worker makes its queues with: `queue_class` when it is rqfast's Queue or a subclass,
+    else rqfast's Queue (with the foreign class's DEFAULT_TIMEOUT, the one setting a worker reads from it).
+
+    django-rq's DjangoRQ and any other subclass of rq's Queue only change how jobs are enqueued.
+    """
+    cls = import_attribute(queue_class) if isinstance(queue_class, str) else queue_class
+    if isinstance(cls, type) and issubclass(cls, Queue):
+        return cls
+    timeout = getattr(cls, 'DEFAULT_TIMEOUT', Queue.DEFAULT_TIMEOUT)
+    if timeout == Queue.DEFAULT_TIMEOUT:
+        return Queue
+    return type(f'{getattr(cls, "__name__", "Foreign")}OnRqfast', (Queue,), {'DEFAULT_TIMEOUT': timeout})

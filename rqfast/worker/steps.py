@@ -73,9 +73,8 @@ class JobSteps:
         worker, claim = self.worker, running.claim
         try:
             job, poison = worker._load_job(claim)
-        except Exception:
-            job = worker._placeholder_job(claim.job_id or '', claim.queue or '')
-            poison = Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc())
+        except Exception:  # logged as a job that raised is
+            job, poison = worker._unloadable(claim)
         running.job = job
         if poison is not None:
             return self._done(running, poison)

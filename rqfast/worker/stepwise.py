@@ -71,9 +71,13 @@ class Stepwise:
             )
             if remove_from_intermediate_queue:
                 pipeline.lrem(keys.intermediate_queue_key(job.origin), 1, job.id)
+            rqfast_job = hasattr(job, 'set_local_status')
+            if not rqfast_job:  # a job of rq's own class, handed in by its caller: the same status, and in memory
+                job.set_status(JobStatus.STARTED, pipeline=pipeline)
             pipeline.execute()
         job.worker_name, job.started_at, job.last_heartbeat = self.name, moment, moment
-        job.set_local_status(JobStatus.STARTED)
+        if rqfast_job:
+            job.set_local_status(JobStatus.STARTED)
 
     def maintain_heartbeats(self, job: Job, execution: Execution | None = None) -> None:
         """Keep the worker, the job and its execution (RQ 3.0 passes it; else the worker's) alive

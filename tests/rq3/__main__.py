@@ -38,8 +38,15 @@ REQUIREMENTS = [
 NO_DEPS = ['rq-exporter==3.1.0']
 STAMP = VENV / 'rqfast-rq3.json'
 # tests/rq3/ (collected only beside rq 3.x), and the 2.12 interop tests that hold with rq 3.0 as the
-# oracle too (rq-dashboard compared field by field with rq's own SimpleWorker).
-DEFAULT_TESTS = ['tests/rq3', 'tests/test_worker_dashboard.py', 'tests/test_ecosystem_readers.py']
+# oracle too (rq-dashboard compared field by field with rq's own SimpleWorker; django-rq's classes and
+# project on rqfast's workers).
+DEFAULT_TESTS = [
+    'tests/rq3',
+    'tests/test_worker_dashboard.py',
+    'tests/test_ecosystem_readers.py',
+    'tests/test_worker_foreign_classes.py',
+    'tests/test_django_rq.py',
+]
 
 
 def venv_python() -> Path:
