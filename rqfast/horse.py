@@ -4,9 +4,8 @@ A horse (forked by the Worker's breeder, or a SpawnWorker child, see spawn_main)
 its job exists, reads the job from a pipe (serve_one_job), runs it and writes back a Report. The
 worker does all the Redis bookkeeping, so a horse makes no round trip unless the job itself uses
 Redis; only a horse whose worker died while it ran (its report pipe is broken) records its own
-outcome, with one finish_job call fenced on the execution it was given (record_orphaned). This
-module imports only what running a job needs (not the worker, not redis-py; the engine only in that
-orphaned case), so a spawned child stays small. Messages on the pipes are length-prefixed pickles.
+outcome, with one finish_job call fenced on the execution it was given (record_orphaned). Imports:
+only what running a job needs, so a spawned child stays small. Pipe messages: length-prefixed pickles.
 """
 
 from __future__ import annotations
@@ -299,20 +298,8 @@ def serve_one_job(
     job_id, raw, started_at, *claimed = pickle.loads(payload)
     queue, execution_id = claimed if claimed else ('', '')
     os.environ['RQ_JOB_ID'] = job_id
-    refused = settings.policy.vet(job_id, raw, settings.serializer) if settings.policy is not None else None
-    if refused:  # judged before anything in the job is deserialized or imported
-        moment = now()
-        report = Report(OutcomeKind.POISON.value, None, refused, started_at, moment, moment)
-        write_message(report_fd, encode_report(report))
-        return
-    try:
-        job = _load_job(settings, connection, job_id, raw, started_at, settings.policy)
-    except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
-        import traceback  # here: a horse whose job loads never imports it
-
-        moment = now()
-        report = Report(OutcomeKind.FAILURE.value, None, traceback.format_exc(), started_at, moment, moment)
-        write_message(report_fd, encode_report(report))
+    job = _vetted_job(settings, connection, job_id, raw, started_at, report_fd)
+    if job is None:  # refused, or it failed as it loaded: reported
         return
     if settings.perform is not None:
         outcome = settings.perform(job, execution_id)
@@ -330,6 +317,27 @@ def serve_one_job(
         record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
     if tracing.ENABLED:  # the horse ends with os._exit: its job's span is exported now
         tracing.flush()
+
+
+def _vetted_job(
+    settings: HorseSettings, connection: Any, job_id: str, raw: Any, started_at: Any, report_fd: int
+) -> Any | None:
+    """The job, loaded; None when the policy refused it or it failed to load (its report is then written)."""
+    refused = settings.policy.vet(job_id, raw, settings.serializer) if settings.policy is not None else None
+    if refused:  # judged before anything in the job is deserialized or imported
+        _report_at_once(report_fd, OutcomeKind.POISON.value, refused, started_at)
+        return None
+    try:
+        return _load_job(settings, connection, job_id, raw, started_at, settings.policy)
+    except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
+        import traceback  # here: a horse whose job loads never imports it
+
+        _report_at_once(report_fd, OutcomeKind.FAILURE.value, traceback.format_exc(), started_at)
+        return None
+
+
+def _report_at_once(report_fd: int, kind: str, text: str, started_at: datetime) -> None:
+    write_message(report_fd, encode_report(Report(kind, None, text, started_at, (moment := now()), moment)))
 
 
 def _run_outcome(job: Any, settings: HorseSettings) -> Outcome:
