@@ -245,3 +245,18 @@ def test_jobs_claimed_with_outcomes_get_the_workers_heartbeat_grace(redis_conn: 
         redis_conn.set('go', '1')
         thread.join(15)
     assert all(j.get_status(refresh=True) is JobStatus.FINISHED for j in quick + held)
+
+
+@pytest.mark.parametrize('concurrency', [1, 2, 4])
+def test_a_burst_runs_what_its_own_jobs_put_back_or_release(connection: redis.Redis, concurrency: int) -> None:
+    """A job retried by its return value, and a dependent its parent released, are run by the same
+    burst: the call that records the parent claims them (before, at concurrency > 1 the burst ended
+    with them queued when the queue had been seen empty since)."""
+    q = rqfast.Queue('put-back', connection=connection)
+    retried = q.enqueue(cj.retry_once)
+    parent = q.enqueue(cj.sleep_then, 0.05, 'parent')
+    child = q.enqueue(cj.sleep_then, 0, 'child', depends_on=parent)
+    SimpleWorker([q], connection=connection, concurrency=concurrency).work(burst=True, logging_level='WARNING')
+    assert retried.get_status(refresh=True) == JobStatus.FINISHED and retried.return_value() == 'retried'
+    assert child.get_status(refresh=True) == JobStatus.FINISHED
+    assert q.count == 0

@@ -251,10 +251,7 @@ def test_handle_job_retry_is_called_as_rq_calls_it(redis_conn: redis.Redis, tmp_
     _, job_id, retry_type, retry_max, execution_job_id, execution_id = line.split()
     assert (job_id, retry_type, retry_max, execution_job_id) == (job.id, 'Retry', '1', job.id)
     assert execution_id
-    if kind == 'simple-c2':  # (a concurrent burst ends without the requeued run, with hooks or not)
-        assert job.get_status(refresh=True) in (JobStatus.QUEUED, JobStatus.FINISHED)
-    else:
-        assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value() == 'retried'
+    assert job.get_status(refresh=True) == JobStatus.FINISHED and job.return_value() == 'retried'
 
 
 def test_a_spawn_worker_class_a_child_can_import_runs_its_hooks_in_the_child(

@@ -132,7 +132,9 @@ class Concurrent(JobSteps):
         worker = self.worker
         ended = self._collect(self._wait(poll_at))
         free = self._free(max_jobs)
-        claim = free if time.monotonic() >= poll_at else 0
+        # Jobs that ended are recorded by one call that claims for the free slots at no cost: so it always
+        # does (a retried or requeued job, or a released dependent, may be waiting), the idle queues aside.
+        claim = free if ended or time.monotonic() >= poll_at else 0
         if not ended and not claim:
             return poll_at
         batch = self._record(ended, claim)
