@@ -10,16 +10,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import registry, scripts
+from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
 from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
+from .outcome import OutcomeKind
 from .queuebase import BaseQueue
 from .rate_limit import RateLimit, rate_limit_of
 from .repeat import Repeat
 from .security import SIGNATURE_FIELD, sign_fields
-from .sync import run_sync
+from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
 from .timeouts import parse_timeout
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
@@ -203,7 +205,7 @@ class Queue(BaseQueue):
         record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
-            run_sync(self, job)
+            self.run_sync(job)
         return job
 
     def _prepare_for_queue(self, job: Job) -> None:
@@ -323,11 +325,19 @@ class Queue(BaseQueue):
         return job
 
     def run_job(self, job: Job) -> Job:
-        return run_sync(self, job)
+        return self.run_sync(job)
 
     def run_sync(self, job: Job) -> Job:
-        """RQ's name for running a job in this process (an is_async=False queue does it at enqueue)."""
-        return run_sync(self, job)
+        """RQ's name for running a job in this process (an is_async=False queue does it at enqueue): the
+        outcome is recorded, then the job's callback runs (its error propagates), then its webhooks."""
+        outcome = perform_sync(self, job)
+        penalty = sync_death_penalty(self)
+        if outcome.kind is OutcomeKind.FAILURE:
+            execute_failure_callback(job, penalty, *outcome.exc_info)
+        else:
+            execute_success_callback(job, penalty, outcome.value)
+        send_sync_webhooks(job, outcome)
+        return job
 
     # --- dependents
 
