@@ -201,6 +201,7 @@ class Queue(BaseQueue):
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
         if job.has_rate_limit:
+            self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
         record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
@@ -320,6 +321,7 @@ class Queue(BaseQueue):
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
+        self._check_rate_limit_namespace(job)
         record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))
         return job
@@ -338,6 +340,14 @@ class Queue(BaseQueue):
             execute_success_callback(job, penalty, outcome.value)
         send_sync_webhooks(job, outcome)
         return job
+
+    def _check_rate_limit_namespace(self, job: Job) -> None:
+        """RQ 3.0's refusal of a rate limit on a job or queue class with a key prefix of its own."""
+        if job.has_rate_limit and (
+            job.redis_job_namespace_prefix != Job.redis_job_namespace_prefix
+            or self.redis_queue_namespace_prefix != Queue.redis_queue_namespace_prefix
+        ):
+            raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
 
     # --- dependents
 

@@ -3,6 +3,7 @@ they leave in Redis (the slots, the waiting set, the promoted job on its queue).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import rqfast
 from rqfast import RateLimit
 from rqfast.job import Job, JobStatus
 from rqfast.rate_limit import RateLimitRegistry, release_slot
+from rqfast.scheduler import RQScheduler
 from tests import rate_limit_jobs
 from tests.test_worker_roundtrips import count_round_trips  # noqa: F401  (a fixture)
 
@@ -141,3 +143,51 @@ def test_acquire_with_a_callers_pipeline_runs_when_it_executes(redis_conn: redis
         pipe.execute()
     assert zset(redis_conn, 'rq:rl:reports:allowed') == ['waiter']
     assert q.job_ids == ['holder', 'waiter']
+
+
+def test_cancel_of_a_rate_limited_job_with_a_callers_pipeline_is_refused(redis_conn: redis.Redis) -> None:
+    _, holder, _ = two_jobs(redis_conn)
+    with redis_conn.pipeline() as pipe, pytest.raises(rqfast.exceptions.InvalidJobOperation):
+        holder.cancel(pipeline=pipe)
+    assert redis_conn.hget('rq:job:holder', 'status') == b'queued'
+    assert zset(redis_conn, 'rq:rl:reports:allowed') == ['holder']
+
+
+def test_a_rate_limit_on_a_class_with_its_own_key_prefix_is_refused(redis_conn: redis.Redis) -> None:
+    class PrefixedJob(Job):
+        redis_job_namespace_prefix = 'custom:job:'
+
+    class PrefixedQueue(rqfast.Queue):
+        redis_queue_namespace_prefix = 'custom:queue:'
+
+    rl = RateLimit(key='reports', concurrency=1)
+    with pytest.raises(ValueError, match='custom job or queue key prefixes'):
+        rqfast.Queue('q', connection=redis_conn, job_class=PrefixedJob).enqueue(rate_limit_jobs.took, rate_limit=rl)
+    with pytest.raises(ValueError, match='custom job or queue key prefixes'):
+        PrefixedQueue('q', connection=redis_conn).enqueue_in(timedelta(hours=1), rate_limit_jobs.took, rate_limit=rl)
+    assert redis_conn.dbsize() == 0
+
+
+def test_a_due_retry_with_enqueue_at_front_waits_then_is_promoted_at_the_front(redis_conn: redis.Redis) -> None:
+    """RQ 3.0's scheduler: a due job goes to the front when it should (a retry with enqueue_at_front); a
+    rate-limited one keeps that for its promotion (enqueue_at_front noted on the job)."""
+    q, holder, _ = two_jobs(redis_conn)
+    redis_conn.delete('rq:rl:reports:rate_limited', 'rq:job:waiter')
+    redis_conn.lrem('rq:queue:q', 0, 'waiter')
+    # holder: failed once, its retry (enqueue_at_front=True) scheduled, its slot freed
+    ran = {'enqueue_at_front_on_retry': '1', 'ended_at': '2026-01-01T00:00:00.000000Z', 'status': 'scheduled'}
+    redis_conn.hset('rq:job:holder', mapping=ran)
+    redis_conn.lrem('rq:queue:q', 0, 'holder')
+    redis_conn.zrem('rq:rl:reports:allowed', 'holder')
+    redis_conn.zadd('rq:scheduled:q', {'holder': 1})
+    blocker = q.enqueue(rate_limit_jobs.took, job_id='blocker', rate_limit=RateLimit(key='reports', concurrency=1))
+    plain = q.enqueue(rate_limit_jobs.took, job_id='plain')
+    scheduler = RQScheduler([q], connection=redis_conn)
+    scheduler.acquire_locks()
+    scheduler.enqueue_scheduled_jobs()
+    assert redis_conn.hget('rq:job:holder', 'status') == b'rate_limited'
+    assert redis_conn.hget('rq:job:holder', 'enqueue_at_front') == b'1'
+    blocker.set_local_status(JobStatus.FINISHED)
+    redis_conn.hset('rq:job:blocker', 'status', 'finished')
+    assert release_slot(blocker) == ['holder']
+    assert q.job_ids == ['holder', 'blocker', plain.id]  # promoted in front of the jobs queued before
