@@ -136,10 +136,10 @@ class RateLimitRegistry:
             return []
         return self._slots('cancel', job_id)
 
-    def cleanup(self) -> list[str]:
-        """Free the stale slots, fill the free ones, and drop the key once both its sets are empty;
-        the promoted ids (maintenance does this for every key: clean_rate_limits)."""
-        return self._slots('cleanup', '')
+    def cleanup(self) -> None:
+        """Free the stale slots, fill the free ones, and drop the key once both its sets are empty
+        (maintenance does this for every key: clean_rate_limits)."""
+        self._slots('cleanup', '')
 
     def _slots(
         self, what: str, arg: Any, enqueued_at: datetime | None = None, pipeline: Pipeline | None = None
