@@ -145,55 +145,67 @@ end
 -- After a job's outcome is written: unless it is queued or started again (an immediate retry or
 -- repeat keeps its slot), its slot is freed and the waiters promoted, as RQ 3.0's release_slot
 -- does after the worker's outcome transaction. `rl_key` false (no rate limit): nothing.
+-- Returns the promoted ids.
 local function rate_limit_release(id, rl_key, now_int, now_text)
-  if not rl_key then return end
+  if not rl_key then return {} end
   local status = redis.call('HGET', K.job(id), 'status')
-  if status == 'queued' or status == 'started' then return end
+  if status == 'queued' or status == 'started' then return {} end
   redis.call('ZREM', K.rl_allowed(rl_key), id)
-  rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
+  return rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
 end
 
 -- Frees the slot of job `id` when it no longer needs it (not queued or started, and no live
 -- execution: a job canceled or deleted while it runs keeps its slot until that execution ends),
 -- then fills the free slots. RQ 3.0's RELEASE_STALE_AND_ENQUEUE_SCRIPT (cancel, delete, upkeep).
--- Returns 1 when a slot was freed, 0 if not; and how many jobs were promoted.
+-- Returns 1 when a slot was freed, 0 if not; and the promoted ids.
 local function rate_limit_release_stale(id, rl_key, now_int, now_text)
   local status = redis.call('HGET', K.job(id), 'status')
-  if status == 'queued' or status == 'started' then return 0, 0 end
-  if redis.call('ZCOUNT', K.executions(id), '(' .. now_int, '+inf') > 0 then return 0, 0 end
-  if redis.call('ZREM', K.rl_allowed(rl_key), id) == 0 then return 0, 0 end
-  return 1, #rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
+  if status == 'queued' or status == 'started' then return 0, {} end
+  if redis.call('ZCOUNT', K.executions(id), '(' .. now_int, '+inf') > 0 then return 0, {} end
+  if redis.call('ZREM', K.rl_allowed(rl_key), id) == 0 then return 0, {} end
+  return 1, rate_limit_promote(rl_key, rate_limit_concurrency(rl_key), now_int, now_text)
 end
 
 -- A job canceled or deleted (RQ 3.0's RateLimitRegistry.cancel): out of the waiting set, and its slot
 -- freed unless it still runs (see rate_limit_release_stale). `rl_key` false: nothing.
+-- Returns the promoted ids.
 local function rate_limit_forget(id, rl_key, now_int, now_text)
-  if not rl_key then return end
+  if not rl_key then return {} end
   redis.call('ZREM', K.rl_waiting(rl_key), id)
-  rate_limit_release_stale(id, rl_key, now_int, now_text)
+  local _, promoted = rate_limit_release_stale(id, rl_key, now_int, now_text)
+  return promoted
 end
 
--- RQ 3.0's rate-limit upkeep (RateLimitRegistry.cleanup for every key in K.rl_keys): frees the
--- slots of jobs that no longer hold one (rate_limit_release_stale), fills the free slots with
--- waiting jobs, and drops a key whose two sets are both empty (its config hash too, and its name
--- from K.rl_keys). Returns {seen = keys, freed = slots, promoted = jobs, dropped = keys}.
+-- RQ 3.0's RateLimitRegistry.cleanup for one key: frees the slots of jobs that no longer hold one
+-- (rate_limit_release_stale), fills the free slots with waiting jobs, and drops the key when its two
+-- sets are both empty (its config hash too, and its name from K.rl_keys). Adds to the counts of `out`
+-- ({seen, freed, promoted, dropped}); returns the promoted ids.
+local function sweep_rate_limit(rl_key, now_int, now_text, out)
+  out.seen = out.seen + 1
+  local allowed, waiting, promoted = K.rl_allowed(rl_key), K.rl_waiting(rl_key), {}
+  for _, id in ipairs(redis.call('ZRANGE', allowed, 0, -1)) do
+    local freed, moved = rate_limit_release_stale(id, rl_key, now_int, now_text)
+    out.freed = out.freed + freed
+    for _, p in ipairs(moved) do promoted[#promoted + 1] = p end
+  end
+  local concurrency, moved = rate_limit_concurrency(rl_key), {}
+  if concurrency > 0 then moved = rate_limit_promote(rl_key, concurrency, now_int, now_text) end
+  for _, p in ipairs(moved) do promoted[#promoted + 1] = p end
+  out.promoted = out.promoted + #promoted
+  if #moved == 0 and redis.call('ZCARD', allowed) == 0 and redis.call('ZCARD', waiting) == 0 then
+    redis.call('SREM', K.rl_keys, rl_key)
+    redis.call('DEL', allowed, waiting, K.rl(rl_key))
+    out.dropped = out.dropped + 1
+  end
+  return promoted
+end
+
+-- RQ 3.0's rate-limit upkeep: sweep_rate_limit for every key in K.rl_keys.
+-- Returns {seen = keys, freed = slots, promoted = jobs, dropped = keys}.
 local function sweep_rate_limits(now_int, now_text)
   local out = {seen = 0, freed = 0, promoted = 0, dropped = 0}
   for _, rl_key in ipairs(redis.call('SMEMBERS', K.rl_keys)) do
-    out.seen = out.seen + 1
-    local allowed, waiting = K.rl_allowed(rl_key), K.rl_waiting(rl_key)
-    for _, id in ipairs(redis.call('ZRANGE', allowed, 0, -1)) do
-      local freed, promoted = rate_limit_release_stale(id, rl_key, now_int, now_text)
-      out.freed, out.promoted = out.freed + freed, out.promoted + promoted
-    end
-    local concurrency, moved = rate_limit_concurrency(rl_key), 0
-    if concurrency > 0 then moved = #rate_limit_promote(rl_key, concurrency, now_int, now_text) end
-    out.promoted = out.promoted + moved
-    if moved == 0 and redis.call('ZCARD', allowed) == 0 and redis.call('ZCARD', waiting) == 0 then
-      redis.call('SREM', K.rl_keys, rl_key)
-      redis.call('DEL', allowed, waiting, K.rl(rl_key))
-      out.dropped = out.dropped + 1
-    end
+    sweep_rate_limit(rl_key, now_int, now_text, out)
   end
   return out
 end

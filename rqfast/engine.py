@@ -45,6 +45,7 @@ __all__ = [
     'finish_job',
     'finish_jobs',
     'plan',
+    'record_outcome',
 ]
 
 
@@ -164,6 +165,29 @@ def finish_job(
         grace=worker.heartbeat_grace if worker else JOB_HEARTBEAT_GRACE,
     )
     return _claim_from_reply(reply, next_execution, moment)
+
+
+def record_outcome(
+    connection: Redis, job_id: str, queue: str, plan: Plan, moment: datetime, pipeline: Any = None
+) -> None:
+    """Record `plan` for a job no worker ran (job_lifecycle.record_job_failure): one finish script
+    call, queued into the caller's `pipeline` when given."""
+    workerscripts.finish_job(
+        connection,
+        '',
+        _times(moment),
+        job_id,
+        queue,
+        '',
+        plan,
+        0.0,
+        False,
+        DEFAULT_JOB_MONITORING_INTERVAL,
+        0,
+        '',
+        [],
+        pipeline=pipeline,
+    )
 
 
 class _ExecutionIds:

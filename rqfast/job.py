@@ -228,6 +228,8 @@ class Job(JobRun):
         """
         if pipeline is not None and self.is_canceled:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
+        if pipeline is not None and self.has_rate_limit:  # RQ 3.0 refuses it (its promotion is a later step)
+            raise InvalidJobOperation('Cannot cancel a rate-limited job with a caller-supplied pipeline')
         from . import scripts
 
         moment = now()

@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from types import CoroutineType, GeneratorType
 from typing import Any
 
+from . import callbacks
 from .dates import now, utcformat
 from .jobspec import JobSpec
 from .status import JobStatus
@@ -83,20 +84,15 @@ class JobRun(JobSpec):
         }
         pipeline.hset(self.key, mapping=fields)
 
+    # RQ 2.12's methods; RQ 3.0 has these as functions (rqfast.callbacks), which rqfast's own code calls.
     def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
-        if self.success_callback:
-            with death_penalty_class(self.success_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.success_callback(self, self.connection, result)
+        callbacks.execute_success_callback(self, death_penalty_class, result)
 
     def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
-        if self.failure_callback:
-            with death_penalty_class(self.failure_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.failure_callback(self, self.connection, *exc_info)
+        callbacks.execute_failure_callback(self, death_penalty_class, *exc_info)
 
     def execute_stopped_callback(self, death_penalty_class: Any) -> None:
-        if self.stopped_callback is not None:
-            with death_penalty_class(self.stopped_callback_timeout, JobTimeoutException, job_id=self.id):
-                self.stopped_callback(self, self.connection)
+        callbacks.execute_stopped_callback(self, death_penalty_class)
 
     def send_webhooks(self, status: str | JobStatus, *, exc_string: str | None = None) -> None:
         """Send, here and now, each webhook registered for `status` ('finished' or 'failed'), as RQ's.

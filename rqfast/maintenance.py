@@ -7,7 +7,8 @@ any other outcome, and recorded with finish_job.lua, fenced on its started-regis
 calls for k abandoned jobs, which are rare. Then, best effort, the failure callback and the
 exception handlers of each abandoned job run with AbandonedJobError, as RQ runs them in the
 cleaning process. A whole pass also does RQ 3.0's rate-limit sweep (in the same call; abandoned
-jobs still hold their slots then, and their finish calls free them).
+jobs still hold their slots then, and their finish calls free them). RQ 3.0 also sends the `failed`
+webhooks of the abandoned jobs that end failed, and gives the callbacks no traceback (None).
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import logging
 import threading
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import engine, keys, scripts
+from .callbacks import execute_failure_callback
 from .dates import epoch_seconds, now
-from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER
+from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER, rq2_compat
 from .exceptions import AbandonedJobError
 from .execution import run_exception_handlers
 from .intermediate_queue import IntermediateQueue
@@ -32,6 +34,7 @@ from .jobhash import restore_job, unreadable_fields
 from .outcome import Outcome, OutcomeKind
 from .security import JobPolicy, restore_sealed
 from .serializers import resolve_serializer
+from .status import JobStatus
 from .text import as_text
 from .timeouts import BaseDeathPenalty, UnixSignalDeathPenalty
 
@@ -42,7 +45,10 @@ logger = logging.getLogger('rqfast.maintenance')
 
 # What engine.plan reads of an abandoned job; the pass returns these with each one.
 PLANNED_FIELDS = ('retries_left', 'retry_intervals', 'enqueue_at_front_on_retry', 'failure_ttl', 'ttl')
-_FIELDS = (*PLANNED_FIELDS, 'failure_callback_name')
+_FIELDS = (*PLANNED_FIELDS, 'failure_callback_name', 'webhooks')
+
+# How an abandoned job's failure callback is run: (job, death penalty class, *exc_info).
+FailureCallbackRunner = Callable[..., None]
 
 
 @dataclass
@@ -80,7 +86,8 @@ def clean_registries(
 ) -> Report:
     """The whole pass for `queues`; `timestamp` pins the expiry cutoff (default: now); `policy`: the
     worker's, for the failure callbacks of abandoned jobs."""
-    return _run(connection, list(queues), True, timestamp, serializer, exception_handlers, job_class, policy)
+    aftermath = _Aftermath(exception_handlers or ())
+    return _run(connection, list(queues), True, timestamp, serializer, aftermath, job_class, policy)
 
 
 def recover_abandoned(
@@ -91,7 +98,7 @@ def recover_abandoned(
     job_class: type[Job] = Job,
 ) -> Report:
     """Only the abandoned jobs of `queues` (a worker's frequent recovery pass): one call, plus one per job found."""
-    return _run(connection, list(queues), False, None, serializer, exception_handlers, job_class)
+    return _run(connection, list(queues), False, None, serializer, _Aftermath(exception_handlers or ()), job_class)
 
 
 def fail_abandoned_jobs(
@@ -101,9 +108,14 @@ def fail_abandoned_jobs(
     serializer: Any = None,
     exception_handlers: list[Any] | None = None,
     job_class: type[Job] = Job,
+    failure_callback: FailureCallbackRunner | None = None,
+    death_penalty_class: type[BaseDeathPenalty] | None = None,
 ) -> int:
-    """RQ's StartedJobRegistry.cleanup: fail or retry the jobs whose worker stopped heartbeating; how many."""
-    report = _run(connection, [queue], False, timestamp, serializer, exception_handlers, job_class)
+    """RQ's StartedJobRegistry.cleanup: fail or retry the jobs whose worker stopped heartbeating; how many.
+    `failure_callback`: what runs each one's failure callback (default: run_failure_callback), under
+    `death_penalty_class` (default: SIGALRM's) on the main thread."""
+    aftermath = _Aftermath(exception_handlers or (), failure_callback, death_penalty_class)
+    report = _run(connection, [queue], False, timestamp, serializer, aftermath, job_class)
     return len(report.abandoned)
 
 
@@ -123,7 +135,7 @@ def _run(
     whole: bool,
     timestamp: float | None,
     serializer: Any,
-    exception_handlers: Sequence[Any] | None,
+    aftermath: _Aftermath,
     job_class: type[Job],
     policy: JobPolicy | None = None,
 ) -> Report:
@@ -155,19 +167,22 @@ def _run(
         locked=[as_text(q) for q in locked],
     )
     serializer = resolve_serializer(serializer)
-    settled: list[tuple[Job, bool]] = []  # (the job as planned, whether it has callbacks to run)
+    settled: list[_Settled] = []
     for queue, member, values in found:
         raw = dict(zip(_FIELDS, values, strict=True))
         job = _abandoned_job(job_class, connection, serializer, as_text(queue), as_text(member), raw)
         if _settle(connection, job, as_text(queue), as_text(member), moment, report):
-            settled.append((job, bool(raw['failure_callback_name'] or exception_handlers)))
+            failed = report.abandoned[-1][2] == 'failed'
+            webhooks = failed and bool(raw['webhooks']) and not rq2_compat()  # RQ 3.0 sends `failed` webhooks
+            fetch = bool(raw['failure_callback_name'] or aftermath.handlers or webhooks)
+            settled.append(_Settled(job, fetch, webhooks, abandoned_exc_string(moment)))
     for i in range(0, len(rescued), 2):
         report.rescued.append((as_text(rescued[i]), as_text(rescued[i + 1])))
         logger.warning(
             '%s: job %s was stuck in the intermediate queue; put back', report.rescued[-1][0], report.rescued[-1][1]
         )
     if settled:
-        _run_failure_callbacks(connection, settled, serializer, exception_handlers or (), job_class, policy)
+        _after_abandoned(connection, settled, serializer, aftermath, job_class, policy)
     return report
 
 
@@ -212,27 +227,62 @@ class _NoDeathPenalty(BaseDeathPenalty):
         pass
 
 
-def _run_failure_callbacks(
+@dataclass
+class _Aftermath:
+    """What runs after abandoned jobs are recorded: the exception handlers, and how (and under which
+    death penalty) each job's failure callback runs."""
+
+    handlers: Sequence[Any] = ()
+    failure_callback: FailureCallbackRunner | None = None
+    death_penalty_class: type[BaseDeathPenalty] | None = None
+
+    def penalty(self) -> type[BaseDeathPenalty]:
+        if threading.current_thread() is not threading.main_thread():
+            return _NoDeathPenalty
+        return self.death_penalty_class or UnixSignalDeathPenalty
+
+
+class _Settled(NamedTuple):
+    job: Job  # as planned
+    fetch: bool  # it has a failure callback, handlers or webhooks to run: load it whole
+    webhooks: bool  # it ended failed and has webhooks: send its `failed` ones (RQ 3.0)
+    exc_string: str
+
+
+def run_failure_callback(job: Job, death_penalty_class: type[BaseDeathPenalty], *exc_info: Any) -> None:
+    """RQ 3.0's rqfast.callbacks function; under RQ 2.12 compat the job's method, which a Job subclass may
+    override, as 2.12's cleanup calls it."""
+    if rq2_compat():
+        job.execute_failure_callback(death_penalty_class, *exc_info)
+    else:
+        execute_failure_callback(job, death_penalty_class, *exc_info)
+
+
+def _after_abandoned(
     connection: Redis,
-    settled: list[tuple[Job, bool]],
+    settled: list[_Settled],
     serializer: Any,
-    handlers: Sequence[Any],
+    aftermath: _Aftermath,
     job_class: type[Job],
     policy: JobPolicy | None = None,
 ) -> None:
-    """As RQ's cleanup: each job's execute_failure_callback, then the exception handlers, with
-    AbandonedJobError and the cleaning stack. A job with neither is not fetched: its call does nothing."""
-    penalty = UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else _NoDeathPenalty
-    for planned, has_callbacks in settled:
-        job = _fetched(planned.id, connection, serializer, job_class, policy) if has_callbacks else planned
+    """As RQ's cleanup: each job's failure callback, then the exception handlers, with AbandonedJobError
+    (and the cleaning stack under 2.12 compat, no traceback in 3.0), then the `failed` webhooks. A job with
+    none of these is not fetched: there is nothing to run."""
+    penalty = aftermath.penalty()
+    run_callback = aftermath.failure_callback or run_failure_callback
+    for planned, fetch, webhooks, exc_string in settled:
+        job = _fetched(planned.id, connection, serializer, job_class, policy) if fetch else planned
         if job is None:
             continue
-        exc_info = (AbandonedJobError, AbandonedJobError(), traceback.extract_stack())
+        exc_info = (AbandonedJobError, AbandonedJobError(), traceback.extract_stack() if rq2_compat() else None)
         try:
-            job.execute_failure_callback(penalty, *exc_info)
+            run_callback(job, penalty, *exc_info)
         except Exception as exc:  # a callback must not stop the pass for the other jobs
             logger.warning('Job %s: failure callback for an abandoned job raised: %s', job.id, exc)
-        run_exception_handlers(job, exc_info, handlers)
+        run_exception_handlers(job, exc_info, aftermath.handlers)
+        if webhooks:
+            job.send_webhooks(JobStatus.FAILED, exc_string=exc_string)
 
 
 def _fetched(

@@ -148,7 +148,7 @@ def _fail_into_registry(plan: Plan, job: Job, moment: datetime) -> None:
     ttl = job.failure_ttl if job.failure_ttl is not None else DEFAULT_FAILURE_TTL
     plan.registry = 'failed'
     plan.registry_score = ttl if ttl < 0 else epoch_seconds(moment) + ttl
-    plan.job_ttl = ttl if ttl > 0 else ''
+    plan.job_ttl = ttl if ttl > 0 else 'delete' if ttl == 0 else ''  # 0: RQ's Job.cleanup(0) deletes the job
     plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
 
 

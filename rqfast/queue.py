@@ -10,16 +10,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import registry, scripts
+from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
 from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
+from .outcome import OutcomeKind
 from .queuebase import BaseQueue
 from .rate_limit import RateLimit, rate_limit_of
 from .repeat import Repeat
 from .security import SIGNATURE_FIELD, sign_fields
-from .sync import run_sync
+from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
 from .timeouts import parse_timeout
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
@@ -199,11 +201,12 @@ class Queue(BaseQueue):
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
         if job.has_rate_limit:
+            self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
         record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
-            run_sync(self, job)
+            self.run_sync(job)
         return job
 
     def _prepare_for_queue(self, job: Job) -> None:
@@ -318,16 +321,33 @@ class Queue(BaseQueue):
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
+        self._check_rate_limit_namespace(job)
         record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))
         return job
 
     def run_job(self, job: Job) -> Job:
-        return run_sync(self, job)
+        return self.run_sync(job)
 
     def run_sync(self, job: Job) -> Job:
-        """RQ's name for running a job in this process (an is_async=False queue does it at enqueue)."""
-        return run_sync(self, job)
+        """RQ's name for running a job in this process (an is_async=False queue does it at enqueue): the
+        outcome is recorded, then the job's callback runs (its error propagates), then its webhooks."""
+        outcome = perform_sync(self, job)
+        penalty = sync_death_penalty(self)
+        if outcome.kind is OutcomeKind.FAILURE:
+            execute_failure_callback(job, penalty, *outcome.exc_info)
+        else:
+            execute_success_callback(job, penalty, outcome.value)
+        send_sync_webhooks(job, outcome)
+        return job
+
+    def _check_rate_limit_namespace(self, job: Job) -> None:
+        """RQ 3.0's refusal of a rate limit on a job or queue class with a key prefix of its own."""
+        if job.has_rate_limit and (
+            job.redis_job_namespace_prefix != Job.redis_job_namespace_prefix
+            or self.redis_queue_namespace_prefix != Queue.redis_queue_namespace_prefix
+        ):
+            raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
 
     # --- dependents
 

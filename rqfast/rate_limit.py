@@ -7,22 +7,28 @@ running at once, across every worker (rqfast's and RQ 3.0's). The writes are RQ 
 mode "limit"), the finish (lua/finish_job.lua frees the slot and promotes the next waiter in the
 same call), a dependent's release, a scheduled job coming due, and maintenance's sweep
 (lua/clean_rate_limits.lua). Only a `RateLimit` instance means this: any other `rate_limit=` value is
-passed to the job's function, as in RQ 2.12.
+passed to the job's function, as in RQ 2.12. RateLimitRegistry's calls that change slots (acquire,
+release, cancel, cleanup of one key) and `release_slot` are one call each of lua/rate_limit_slots.lua.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import keys
-from .dates import epoch_seconds, now, utcformat
+from .dates import current_timestamp, epoch_seconds, now, utcformat
 from .scriptload import call
+from .status import JobStatus
 from .text import as_text
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
-__all__ = ['RateLimit', 'RateLimitRegistry', 'clean_rate_limits']
+    from .job import Job
+
+__all__ = ['RateLimit', 'RateLimitRegistry', 'clean_rate_limits', 'release_slot']
 
 
 class RateLimit:
@@ -86,6 +92,63 @@ class RateLimitRegistry:
     def get_rate_limited_job_count(self) -> int:
         return int(self.connection.zcard(self.rate_limited_key))
 
+    @classmethod
+    def from_job(cls, job: Job) -> RateLimitRegistry:
+        """The registry of the job's rate-limit key."""
+        if not job.rate_limit_key:
+            raise ValueError(f'Job {job.id} has no rate limit')
+        return cls(job.rate_limit_key, job.connection)
+
+    # --- RQ 3.0's writes, for code that drives a key by hand: each is one script call (or, with a
+    # caller's pipeline, queued into it)
+
+    def register(self, concurrency: int, pipeline: Pipeline) -> None:
+        """The key in rq:rl-keys, with its concurrency (the last registrant's counts), on `pipeline`."""
+        pipeline.sadd(self.rl_keys_key, self.key)
+        pipeline.hset(self.config_key, 'concurrency', concurrency)
+
+    def add_to_rate_limited(self, job_id: str, pipeline: Pipeline, timestamp: float | None = None) -> None:
+        """The job waiting for a slot since `timestamp` (default: now), on `pipeline`."""
+        pipeline.zadd(self.rate_limited_key, {job_id: current_timestamp() if timestamp is None else timestamp})
+
+    def acquire_and_enqueue(
+        self, concurrency: int, enqueued_at: datetime | None = None, pipeline: Pipeline | None = None
+    ) -> list[str]:
+        """Fill the free slots (up to `concurrency`) with the waiting jobs, oldest first: each onto its
+        queue, status queued, `enqueued_at` (default: now). The promoted ids ([] with a pipeline: the
+        call runs when the caller executes it)."""
+        return self._slots('acquire', concurrency, enqueued_at, pipeline)
+
+    def release_and_enqueue(self, job_id: str) -> list[str]:
+        """Free the job's slot, whatever its status, then fill the free slots; the promoted ids."""
+        return self._slots('release', job_id)
+
+    def release_stale_and_enqueue(self, job_id: str) -> list[str]:
+        """Free the job's slot only if it no longer needs it (neither queued nor started, and no live
+        execution), then fill the free slots; the promoted ids."""
+        return self._slots('release_stale', job_id)
+
+    def cancel(self, job_id: str, pipeline: Pipeline | None = None) -> list[str]:
+        """A job canceled or deleted: out of the waiting set, and its slot freed unless it still runs.
+        With a `pipeline`, only the first (RQ 3.0's): the slot waits for its run's end or cleanup()."""
+        if pipeline is not None:
+            pipeline.zrem(self.rate_limited_key, job_id)
+            return []
+        return self._slots('cancel', job_id)
+
+    def cleanup(self) -> None:
+        """Free the stale slots, fill the free ones, and drop the key once both its sets are empty
+        (maintenance does this for every key: clean_rate_limits)."""
+        self._slots('cleanup', '')
+
+    def _slots(
+        self, what: str, arg: Any, enqueued_at: datetime | None = None, pipeline: Pipeline | None = None
+    ) -> list[str]:
+        moment = now()
+        text = utcformat(enqueued_at or moment)
+        reply = call('rate_limit_slots', self.connection, [what, self.key, epoch_seconds(moment), text, arg], pipeline)
+        return [as_text(job_id) for job_id in reply or ()]
+
 
 def clean_rate_limits(connection: Redis) -> tuple[int, int, int, int]:
     """RQ 3.0's rate-limit sweep over every key in rq:rl-keys, in one script call (see
@@ -93,6 +156,15 @@ def clean_rate_limits(connection: Redis) -> tuple[int, int, int, int]:
     moment = now()
     seen, freed, promoted, dropped = call('clean_rate_limits', connection, [utcformat(moment), epoch_seconds(moment)])
     return int(seen), int(freed), int(promoted), int(dropped)
+
+
+def release_slot(job: Job) -> list[str]:
+    """RQ 3.0's step after a job's outcome is recorded: free its slot unless its status (as the handle
+    has it) is queued or started (an immediate retry or repeat keeps it), and promote the waiters; the
+    promoted ids. rqfast's finish script does this itself, in the same call as the outcome."""
+    if not job.has_rate_limit or job.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.STARTED):
+        return []
+    return RateLimitRegistry.from_job(job).release_and_enqueue(job.id)
 
 
 def rate_limit_of(value: Any) -> RateLimit | None:

@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from . import keys, scripts
+from .callbacks import execute_failure_callback
 from .dates import epoch_seconds, from_epoch, now
-from .defaults import DEFAULT_FAILURE_TTL, SCHEDULER_CHUNK
+from .defaults import DEFAULT_FAILURE_TTL, SCHEDULER_CHUNK, rq2_compat
 from .exceptions import InvalidJobOperation, NoSuchJobError
 from .job import Job, parse_job_id
 from .maintenance import fail_abandoned_jobs, recover_ready
@@ -284,14 +285,23 @@ class StartedJobRegistry(BaseRegistry):
         raise NotImplementedError('the worker removes executions from the started registry')
 
     def cleanup(self, timestamp: float | None = None, exception_handlers: list[Any] | None = None) -> None:
-        """Fail (or retry) the jobs whose worker stopped heartbeating, as RQ's cleanup does."""
+        """Fail (or retry) the jobs whose worker stopped heartbeating, as RQ's cleanup does; then each one's
+        failure callback (RQ 3.0: through this module's execute_failure_callback), the exception handlers,
+        and (RQ 3.0) the `failed` webhooks of those that ended failed."""
         fail_abandoned_jobs(
             self.connection,
             self.name,
             timestamp=timestamp,
             serializer=self.serializer,
             exception_handlers=exception_handlers,
+            failure_callback=None if rq2_compat() else _run_failure_callback,
+            death_penalty_class=self.death_penalty_class,
         )
+
+
+def _run_failure_callback(job: Job, death_penalty_class: Any, *exc_info: Any) -> None:
+    """This module's execute_failure_callback, looked up when called, as RQ 3.0's cleanup calls it."""
+    execute_failure_callback(job, death_penalty_class, *exc_info)
 
 
 def clean_registries(queue: Queue, exception_handlers: list[Any] | None = None) -> None:

@@ -53,6 +53,7 @@ __all__ = [
     'import_queue_class',
     'import_worker_class',
     'is_nonstring_iterable',
+    'missing_keys',
     'normalize_config_path',
     'now',
     'parse_composite_key',
@@ -149,3 +150,15 @@ def parse_composite_key(composite_key: str) -> tuple[str, str]:
     """(job id, execution id) from a started-registry member `<job id>:<execution id>`."""
     job_id = parse_job_id(composite_key)
     return job_id, composite_key[len(job_id) + 1 :]
+
+
+def missing_keys(connection: Redis, key_names: Sequence[str]) -> list[str]:
+    """RQ 3.0's: the keys that do not exist. One EXISTS answers when all do (the common case); only
+    then is each key asked about, in one pipelined round trip."""
+    if not key_names or connection.exists(*key_names) == len(key_names):
+        return []
+    with connection.pipeline(transaction=False) as pipeline:
+        for key in key_names:
+            pipeline.exists(key)
+        found = pipeline.execute()
+    return [key for key, exists in zip(key_names, found, strict=True) if not exists]

@@ -62,13 +62,18 @@ def finish_job(
     queues: list[str],
     fence: str = '',
     grace: int = JOB_HEARTBEAT_GRACE,
+    pipeline: Any = None,
 ) -> list[Any]:
     """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job.
 
     With a `fence` (a started-registry member), only while that member and the job's started status hold.
+    With a caller's `pipeline`, the call is queued into it (no answer: []).
     """
     args = _outcome_args(worker_name, times, job_id, queue, execution_id, fence, plan, working_time)
     args.extend(_claim_tail(claim_next, monitoring_interval, grace, idle_ttl, next_execution_id, queues))
+    if pipeline is not None:
+        script('finish_job').queue(pipeline, args)
+        return []
     return script('finish_job')(connection, args)  # type: ignore[no-any-return]
 
 

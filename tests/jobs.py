@@ -132,3 +132,24 @@ def failure_callback(job: Any, connection: Any, type: Any, value: Any, tb: Any) 
 
 def stopped_callback(job: Any, connection: Any) -> None:
     CALLBACK_CALLS.append(('stopped', job.id, None))
+
+
+# Callbacks that note in Redis what they were given and the job's stored status at that moment (a
+# forking worker runs them in its horse): the hash callback:<job id>.
+def noting_success_callback(job: Any, connection: Any, result: Any) -> None:
+    status = connection.hget(job.key, 'status')
+    connection.hset(f'callback:{job.id}', mapping={'kind': 'success', 'result': repr(result), 'status': status})
+
+
+def noting_failure_callback(job: Any, connection: Any, type: Any, value: Any, tb: Any) -> None:
+    status = connection.hget(job.key, 'status')
+    fields = {'kind': 'failure', 'type': type.__name__, 'value': repr(value), 'tb': tb.__class__.__name__}
+    connection.hset(f'callback:{job.id}', mapping={**fields, 'status': status})
+
+
+def raising_callback(job: Any, connection: Any, *args: Any) -> None:
+    raise RuntimeError('callback broke')
+
+
+async def coroutine_callback(job: Any, connection: Any, *args: Any) -> None:
+    return None

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 import redis
@@ -278,23 +279,34 @@ def test_exception_handlers_see_abandoned_job_error(connection: redis.Redis) -> 
     assert seen == [(job.id, AbandonedJobError)]
 
 
+@pytest.mark.parametrize('compat', ['2.12', ''])
 def test_every_abandoned_job_goes_through_execute_failure_callback_as_in_rq(
-    connection: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    connection: redis.Redis, monkeypatch: pytest.MonkeyPatch, compat: str
 ) -> None:
-    """RQ's cleanup calls job.execute_failure_callback for each abandoned job, a callback or not (an
-    override of it sees them all), then the handlers, with AbandonedJobError; a job without a
-    callback or a handler is not fetched for it."""
+    """RQ's cleanup runs the failure callback step for each abandoned job, a callback or not (an
+    override sees them all), then the handlers, with AbandonedJobError; a job without a callback or a
+    handler is not fetched for it. RQ 2.12 calls job.execute_failure_callback (the cleaning stack as
+    the traceback); RQ 3.0 rq.callbacks.execute_failure_callback(job, ...) with no traceback."""
+    from rqfast import defaults
     from rqfast.job import Job
     from rqfast.timeouts import UnixSignalDeathPenalty
 
+    monkeypatch.setattr(defaults, 'RQFAST_COMPAT', compat)
     calls: list[Any] = []
-    monkeypatch.setattr(Job, 'execute_failure_callback', lambda job, *args: calls.append((job.id, *args[:2])))
+    if compat:
+        monkeypatch.setattr(Job, 'execute_failure_callback', lambda job, *args: calls.append((job.id, *args[:2])))
+    else:
+        monkeypatch.setattr(maintenance, 'execute_failure_callback', lambda job, *args: calls.append((job.id, *args)))
     queue = Queue('q', connection=connection)
     first, second = queue.enqueue(jobs.noop), queue.enqueue(jobs.noop)
     claim(connection), claim(connection)
 
     assert maintenance.fail_abandoned_jobs(connection, 'q', timestamp=lapse()) == 2
-    assert sorted(calls) == sorted((job.id, UnixSignalDeathPenalty, AbandonedJobError) for job in (first, second))
+    if compat:
+        expected = [(job.id, UnixSignalDeathPenalty, AbandonedJobError) for job in (first, second)]
+    else:
+        expected = [(job.id, UnixSignalDeathPenalty, AbandonedJobError, ANY, None) for job in (first, second)]
+    assert sorted(calls, key=str) == sorted(expected, key=str)
 
 
 def test_started_registry_cleanup_fails_abandoned_jobs(connection: redis.Redis) -> None:
