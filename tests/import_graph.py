@@ -56,7 +56,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('registry', ['registry', 'executions']),
     ('queue', ['queuebase', 'queue', 'decorators']),
     ('group', ['group']),
-    ('cron', ['cron_record', 'cron_enqueue', 'cron']),
+    ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool']),
     ('surface', ['utils']),
     ('cli', ['cli']),
