@@ -54,12 +54,16 @@ class WorkerRecord:
 
 def client_address(connection: Redis, name: str) -> str:
     """Name this connection after the worker and return its address as Redis sees it (RQ's ip_address);
-    'unknown', with RQ's warning, where the server has no CLIENT SETNAME or CLIENT LIST."""
+    'unknown', with RQ's warning, where the server has no CLIENT SETNAME, or neither CLIENT INFO nor CLIENT LIST."""
     try:
         connection.client_setname(name)
     except redis.ResponseError:
         warnings.warn('CLIENT SETNAME command not supported, setting ip_address to unknown', Warning, stacklevel=3)
         return 'unknown'
+    try:
+        return str(connection.client_info()['addr'])  # Redis 6.2+: this connection alone
+    except redis.ResponseError:  # older servers: find it in the list of every client
+        pass
     try:
         addresses = [client['addr'] for client in connection.client_list() if client.get('name') == name]
     except redis.ResponseError:
