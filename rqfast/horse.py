@@ -298,6 +298,8 @@ def serve_one_job(
     job_id, raw, started_at, *claimed = pickle.loads(payload)
     queue, execution_id = claimed if claimed else ('', '')
     os.environ['RQ_JOB_ID'] = job_id
+    if not raw:  # a job handed to the worker rather than claimed (execute_job(job, queue) by hand): read here
+        raw = connection.hgetall(settings.job_class.key_for(job_id))
     refused = settings.policy.vet(job_id, raw, settings.serializer) if settings.policy is not None else None
     if refused:  # judged before anything in the job is deserialized or imported
         moment = now()
