@@ -1,6 +1,6 @@
 """RQ 3.0 behaviours that RQ 2.12 did differently, each in both modes (RQFAST_COMPAT=2.12 for 2.12's):
-naive schedule times, `rq enqueue --at-front` with a schedule, and the worker's own address and
-prepare_job_execution (the same in both)."""
+naive schedule times, `rq enqueue --at-front` with a schedule, the worker's own address (CLIENT INFO or
+CLIENT LIST), and prepare_job_execution (the same in both)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,14 @@ def test_a_worker_reads_its_own_address_with_client_info(redis_conn: redis.Redis
     failing = redis.ResponseError('unknown subcommand')
     with mock.patch.object(redis_conn, 'client_info', side_effect=failing):  # a server before 6.2
         worker = Worker([Queue(connection=redis_conn)], connection=redis_conn)
+    assert worker.ip_address not in ('', 'unknown')
+
+
+@pytest.mark.usefixtures('rq212')
+def test_rq212_worker_reads_its_own_address_from_the_client_list(redis_conn: redis.Redis) -> None:
+    with mock.patch.object(redis_conn, 'client_info') as client_info:
+        worker = Worker([Queue(connection=redis_conn)], connection=redis_conn)
+    client_info.assert_not_called()
     assert worker.ip_address not in ('', 'unknown')
 
 
