@@ -4,6 +4,12 @@ Same protocol as the forking Worker, but the horse is a new Python process start
 (no fork anywhere). Its start-up is hidden: each child is started ahead, imports what running a job
 takes and receives the worker's settings, then waits; when a job comes, a waiting child gets it and
 the next child starts while the job runs. A child runs one job and exits, so isolation is per job.
+
+As in RQ 3.0, a worker that overrides a hook (perform_job...) is rebuilt in the child, which runs the job
+through it, and a configuration the child could not import (a class or handler from __main__, one that
+does not pickle) is refused when the worker starts, before any job (RQFAST_COMPAT=2.12: RQ 2.12's child
+ran no hook, and such a handler is left out with a warning). fork_work_horse() and monitor_work_horse()
+are RQ's step-by-step way: a child spawned for the job in hand, then watched until it reports.
 """
 
 from __future__ import annotations
