@@ -20,11 +20,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from croniter import croniter
-
 from . import keys
 from .cron_enqueue import enqueue_cron_run
 from .cron_record import SchedulerRecord, cron_job_arguments, cron_job_fields
+from .cron_slots import next_run, previous_run
 from .cronconfig import _job_data_registry, register_config
 from .cronconfig import register as register  # rqfast.cron.register, what a config file calls
 from .dates import now, utcparse
@@ -106,7 +105,7 @@ class CronJob:
         self.queue_name: str = queue_name
         self.latest_enqueue_time: datetime | None = None
         # A cron string's first run is its next slot (crontab's way); an interval job runs at once.
-        self.next_enqueue_time: datetime | None = croniter(cron, now()).get_next(datetime) if cron else None
+        self.next_enqueue_time: datetime | None = next_run(cron, now()) if cron else None
         options: dict[str, Any] = {
             'job_timeout': job_timeout,
             'result_ttl': result_ttl,
@@ -151,8 +150,7 @@ class CronJob:
     def slot_gap(self, due: datetime) -> float:
         """Seconds between the run due at `due` and the one before it."""
         if self.cron:
-            previous: datetime = croniter(self.cron, due).get_prev(datetime)
-            return due.timestamp() - previous.timestamp()
+            return due.timestamp() - previous_run(self.cron, due).timestamp()
         return float(self.interval or 0)
 
     def _enqueue(
@@ -185,8 +183,7 @@ class CronJob:
 
     def get_next_enqueue_time(self) -> datetime:
         if self.cron:
-            following: datetime = croniter(self.cron, self.latest_enqueue_time or now()).get_next(datetime)
-            return following
+            return next_run(self.cron, self.latest_enqueue_time or now())
         if self.interval and self.latest_enqueue_time:
             return self.latest_enqueue_time + timedelta(seconds=self.interval)
         return datetime.max

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import dates, scripts
+from .defaults import rq2_compat
 from .enqueueing import enqueue_record
 from .queue import Queue
 from .status import JobStatus
@@ -34,8 +35,11 @@ def enqueue_cron_run(
     """(the job, None) once enqueued, or (None, the history score of the run another scheduler enqueued)
     when `window` (see lua/enqueue_cron_job.lua; None: enqueue whatever ran) finds one."""
     queue = Queue(queue_name, connection=connection)
-    # RQ's queue.enqueue(func, *args, **kwargs, **job_options): the same split of options from kwargs
-    given = Queue.parse_args(func, *args, **kwargs, **job_options)
+    # RQ 2.12: queue.enqueue(func, *args, **kwargs, **job_options), where a kwarg named like an option is one
+    if rq2_compat():
+        given = Queue.parse_args(func, *args, **kwargs, **job_options)
+    else:  # RQ 3.0 passes them apart: the function's kwargs may have the names of job options
+        given = Queue.parse_args(func, args=args, kwargs=kwargs, **job_options)
     job = queue.create_job(
         given.func,
         args=given.args,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta, timezone
 
+from .defaults import rq2_compat
+
 _FORMAT = '%Y-%m-%dT%H:%M:%S.%fZ'
 
 
@@ -29,10 +31,15 @@ def utcparse(text: str | bytes) -> datetime:
 
 
 def epoch_seconds(dt: datetime) -> int:
-    """Integer epoch of a datetime; a naive one is taken as local time, as RQ's scheduler does."""
+    """Integer epoch of a datetime; a naive one is taken as local time, as RQ's scheduler does: at the UTC
+    offset in effect on its date (RQ 3.0), or at the zone's daylight-saving offset whatever the date when the
+    zone has one (RQ 2.12's, under RQFAST_COMPAT=2.12)."""
     if dt.tzinfo is None:
-        offset = -(time.timezone if time.daylight == 0 else time.altzone)
-        dt = dt.replace(tzinfo=timezone(timedelta(seconds=offset)))
+        if rq2_compat():
+            offset = -(time.timezone if time.daylight == 0 else time.altzone)
+            dt = dt.replace(tzinfo=timezone(timedelta(seconds=offset)))
+        else:
+            dt = dt.astimezone()
     import calendar  # here: calendar imports locale, which a spawned child need not import
 
     return calendar.timegm(dt.utctimetuple())

@@ -57,6 +57,11 @@ class Execution:
         return f'{self.job_id}:{self.id}'
 
     @property
+    def worker_executions_key(self) -> str:
+        """RQ 3.0's set of the running executions of this execution's worker."""
+        return keys.worker_executions_key(self.worker_name)
+
+    @property
     def job(self) -> Job:
         if self._job is None:
             self._job = Job.fetch(id=self.job_id, connection=self.connection)

@@ -323,6 +323,8 @@ def _vetted_job(
     settings: HorseSettings, connection: Any, job_id: str, raw: Any, started_at: Any, report_fd: int
 ) -> Any | None:
     """The job, loaded; None when the policy refused it or it failed to load (its report is then written)."""
+    if not raw:  # a job handed to the worker rather than claimed (execute_job(job, queue) by hand): read here
+        raw = connection.hgetall(settings.job_class.key_for(job_id))
     refused = settings.policy.vet(job_id, raw, settings.serializer) if settings.policy is not None else None
     if refused:  # judged before anything in the job is deserialized or imported
         _report_at_once(report_fd, OutcomeKind.POISON.value, refused, started_at)

@@ -63,8 +63,9 @@ def dependencies_key(job_id: str) -> str:
     return f'{JOB_PREFIX}:{job_id}:dependencies'
 
 
-def results_key(job_id: str) -> str:
-    return f'{PREFIX}results:{job_id}'
+def results_key(job_id: str, prefix: str = RQ_KEY_PREFIX) -> str:
+    """A job's results stream; `prefix` is for callers that read RQ_KEY_PREFIX late (RQ 3.0 reads its module's)."""
+    return f'{prefix}:results:{job_id}'
 
 
 def dead_letter_key(queue: str) -> str:
@@ -131,8 +132,8 @@ def pubsub_channel(worker_name: str) -> str:
     return f'{PREFIX}pubsub:{worker_name}'
 
 
-def maintenance_lock_key(queue: str) -> str:
-    return f'{PREFIX}clean_registries:{queue}'
+def maintenance_lock_key(queue: str, prefix: str = RQ_KEY_PREFIX) -> str:
+    return f'{prefix}:clean_registries:{queue}'
 
 
 def scheduler_lock_key(queue: str) -> str:
@@ -149,6 +150,11 @@ def group_key(group_id: str) -> str:
 
 CRON_JOBS = f'{PREFIX}cron_jobs'  # zset: cron job name -> when it last enqueued (RQ's CronJobRegistry)
 CRON_SCHEDULERS = f'{PREFIX}cron_schedulers'  # zset: cron scheduler name -> last heartbeat
+
+
+def cron_schedulers_key(prefix: str = RQ_KEY_PREFIX) -> str:
+    """CRON_SCHEDULERS under `prefix`."""
+    return f'{prefix}:cron_schedulers'
 
 
 def cron_job_history_key(name: str) -> str:

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import registry, scripts
+from . import keys, registry, scripts
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now, utcformat
-from .defaults import ENQUEUE_CHUNK
+from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX
 from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
 from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
@@ -29,6 +29,11 @@ __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
 class Queue(BaseQueue):
     """RQ's Queue: BaseQueue's reads and admin calls, and every way to enqueue a job."""
+
+    @property
+    def registry_cleaning_key(self) -> str:
+        """Under this module's RQ_KEY_PREFIX, read at each call as RQ 3.0's Queue does."""
+        return keys.maintenance_lock_key(self.name, RQ_KEY_PREFIX)
 
     # --- creating jobs
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import from_epoch, now
-from .defaults import RESULTS_MAXLEN, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import RESULTS_MAXLEN, RQ_KEY_PREFIX, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .serializers import resolve_serializer
 from .text import as_text
 
@@ -21,8 +21,10 @@ if TYPE_CHECKING:  # a spawned horse imports this module but not redis-py
 
 
 def get_key(job_id: str) -> str:
-    """`rq:results:<job id>`: the stream of a job's results (RQ's rq.results.get_key)."""
-    return keys.results_key(job_id)
+    """`rq:results:<job id>`: the stream of a job's results (RQ's rq.results.get_key).
+
+    Under this module's RQ_KEY_PREFIX, read at each call as RQ 3.0 does (a test may patch it)."""
+    return keys.results_key(job_id, RQ_KEY_PREFIX)
 
 
 class Result:
@@ -72,7 +74,7 @@ class Result:
 
     @classmethod
     def get_key(cls, job_id: str) -> str:
-        return keys.results_key(job_id)
+        return get_key(job_id)
 
     # --- writing one by hand (the worker's finish script writes the results of the jobs it runs)
 
@@ -181,7 +183,7 @@ class Result:
     def save(self, ttl: int | None, pipeline: Any = None) -> str | None:
         """XADD to the job's stream (capped as the worker caps it) and set its TTL; the entry id (None
         when queued on the caller's `pipeline`)."""
-        key = keys.results_key(self.job_id)
+        key = get_key(self.job_id)
         target = pipeline if pipeline is not None else self.connection.pipeline()
         fields: Any = self.serialize()  # redis-py's stubs want a narrower dict type
         target.xadd(key, fields, maxlen=RESULTS_MAXLEN)
@@ -213,16 +215,16 @@ class Result:
 
     @classmethod
     def all(cls, job: Job, serializer: Any = None) -> list[Result]:
-        entries: Any = job.connection.xrevrange(keys.results_key(job.id), '+', '-')
+        entries: Any = job.connection.xrevrange(get_key(job.id), '+', '-')
         return [cls.restore(job.id, as_text(rid), payload, job.connection, serializer) for rid, payload in entries]
 
     @classmethod
     def count(cls, job: Job) -> int:
-        return int(job.connection.xlen(keys.results_key(job.id)))
+        return int(job.connection.xlen(get_key(job.id)))
 
     @classmethod
     def delete_all(cls, job: Job) -> None:
-        job.connection.delete(keys.results_key(job.id))
+        job.connection.delete(get_key(job.id))
 
     @classmethod
     def fetch(cls, job: Job, serializer: Any = None) -> Result | None:
@@ -231,7 +233,7 @@ class Result:
 
     @classmethod
     def fetch_latest(cls, job: Job, serializer: Any = None, timeout: int = 0) -> Result | None:
-        key = keys.results_key(job.id)
+        key = get_key(job.id)
         response: Any  # redis-py's stubs type stream replies loosely
         if timeout:
             response = job.connection.xread({key: '0-0'}, block=timeout * 1000)

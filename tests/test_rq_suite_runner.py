@@ -85,6 +85,17 @@ def test_dotted_paths_in_strings_are_rewritten() -> None:
     assert stats.strings[('rq.worker.logger.info', 'rqfast.worker.logger.info')] == 1
 
 
+def test_import_of_the_package_in_a_string_is_rewritten() -> None:
+    new, _ = rewritten("""\
+        subprocess.run([sys.executable, '-c', 'import rq'])
+        subprocess.run([sys.executable, '-c', 'import rq; print(rq.__version__)'])
+        text = 'import rqworker'
+        """)
+    assert "'import rqfast'" in new
+    assert "'import rqfast; print(rqfast.__version__)'" in new
+    assert "'import rqworker'" in new
+
+
 def test_redis_keys_file_names_commands_and_other_names_stay() -> None:
     source = """\
         key = 'rq:queue:default'

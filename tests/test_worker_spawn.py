@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 from typing import Any
+from unittest import mock
 
 import pytest
 import redis
@@ -12,8 +15,10 @@ import rq
 import rqfast
 
 try:
+    import spawn_workers
     from horse_contract import HorseContract, rq_job
 except ImportError:  # tests/ became a package
+    from tests import spawn_workers  # type: ignore[no-redef]
     from tests.horse_contract import HorseContract, rq_job  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(60)
@@ -53,3 +58,107 @@ def test_children_start_ahead_and_none_outlives_the_worker(redis_conn: redis.Red
     for pid in started:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # reaped: no child left behind
+
+
+# --- RQ 3.0: the horse's worker, its configuration checked before any job, fork_work_horse()
+
+
+@pytest.fixture
+def rq212(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rqfast.defaults, 'RQFAST_COMPAT', '2.12')
+
+
+def _recording_worker(redis_conn: redis.Redis) -> tuple[Any, Any]:
+    queue = spawn_workers.CustomQueue('q', connection=redis_conn, job_class=spawn_workers.CustomJob)
+    worker = spawn_workers.RecordingSpawnWorker(
+        [queue],
+        connection=redis_conn,
+        job_class=spawn_workers.CustomJob,
+        queue_class=spawn_workers.CustomQueue,
+        default_result_ttl=10000,
+    )
+    worker.death_penalty_class = spawn_workers.CustomDeathPenalty
+    return queue, worker
+
+
+def test_the_horse_runs_the_workers_hooks_with_its_classes(redis_conn: redis.Redis) -> None:
+    queue, worker = _recording_worker(redis_conn)
+    job = queue.enqueue('jobs.say_hello')
+    worker.work(burst=True, logging_level='WARNING')
+    recorded = redis_conn.get('spawn-worker-config')
+    assert recorded == b'RecordingSpawnWorker CustomJob CustomQueue CustomDeathPenalty'
+    assert job.return_value() == 'Hi there, Stranger!'
+    assert 9000 < redis_conn.ttl(job.key) <= 10000
+
+
+@pytest.mark.usefixtures('rq212')
+def test_rq212_horse_runs_no_hooks(redis_conn: redis.Redis) -> None:
+    queue, worker = _recording_worker(redis_conn)
+    job = queue.enqueue('jobs.say_hello')
+    worker.work(burst=True, logging_level='WARNING')
+    assert redis_conn.get('spawn-worker-config') is None
+    assert job.return_value() == 'Hi there, Stranger!'
+
+
+def _handler(job: Any, *exc_info: Any) -> bool:
+    return True
+
+
+@pytest.mark.parametrize('kind', ['lambda', '__main__'])
+def test_a_config_the_horse_cannot_import_fails_before_any_job(redis_conn: redis.Redis, kind: str) -> None:
+    queue = rqfast.Queue('q', connection=redis_conn)
+    queue.enqueue('jobs.say_hello')
+    handler: Any = lambda job, *exc_info: True  # noqa: E731
+    if kind == '__main__':
+        handler = functools.partial(_handler)
+        handler.__module__ = '__main__'
+    worker = rqfast.SpawnWorker([queue], connection=redis_conn, exception_handlers=[handler])
+    with pytest.raises(ValueError if kind == '__main__' else (pickle.PicklingError, AttributeError)):
+        worker.work(burst=True, logging_level='WARNING')
+    assert queue.count == 1
+    assert redis_conn.exists(worker.key) == 0
+
+
+@pytest.mark.usefixtures('rq212')
+def test_rq212_drops_a_handler_the_horse_cannot_import(redis_conn: redis.Redis) -> None:
+    queue = rqfast.Queue('q', connection=redis_conn)
+    job = queue.enqueue('jobs.say_hello')
+    worker = rqfast.SpawnWorker([queue], connection=redis_conn, exception_handlers=[lambda job, *exc_info: True])
+    worker.work(burst=True, logging_level='WARNING')
+    assert job.return_value() == 'Hi there, Stranger!'
+
+
+def test_fork_work_horse_then_monitor_work_horse(redis_conn: redis.Redis) -> None:
+    queue = rqfast.Queue('q', connection=redis_conn)
+    job = queue.enqueue('jobs.say_hello')
+    worker = rqfast.SpawnWorker([queue], connection=redis_conn)
+    worker.register_birth()
+    try:
+        claimed, claimed_queue = worker.dequeue_job_and_maintain_ttl(5)
+        execution = worker.prepare_execution(claimed)
+        worker.fork_work_horse(claimed, claimed_queue)
+        assert os.getpgid(worker.horse_pid) == worker.horse_pid  # its own process group, set at spawn
+        worker.monitor_work_horse(claimed, claimed_queue, execution)
+    finally:
+        worker.register_death()
+    assert job.return_value() == 'Hi there, Stranger!'
+    assert job.get_status() == rqfast.job.JobStatus.FINISHED
+
+
+def test_fork_work_horse_child_rebuilds_the_connection(redis_conn: redis.Redis) -> None:
+    connection = redis.Redis(unix_socket_path='/tmp/no-such-redis.sock', db=5, password='secret')
+    queue = rqfast.Queue('q', connection=connection)
+    worker = rqfast.SpawnWorker([queue], connection=connection, prepare_for_work=False)
+    job = rqfast.job.Job.create('jobs.say_hello', connection=connection)
+    with mock.patch('os.posix_spawn', return_value=2**22) as spawn:
+        worker.fork_work_horse(job, queue)
+    argv = spawn.call_args.args[1]
+    assert argv[1] == '-c'
+    with mock.patch.object(rqfast.SpawnWorker, 'find_by_key', return_value=None) as find_worker:
+        with pytest.raises(SystemExit) as exited:
+            exec(argv[2], {})
+    assert exited.value.code == 1
+    child_connection = find_worker.call_args.kwargs['connection']
+    assert child_connection.connection_pool.connection_class is redis.UnixDomainSocketConnection
+    kwargs = child_connection.connection_pool.connection_kwargs
+    assert (kwargs['path'], kwargs['db'], kwargs['password']) == ('/tmp/no-such-redis.sock', 5, 'secret')

@@ -206,7 +206,12 @@ def test_a_server_without_client_commands_gives_an_unknown_ip_with_rqs_warning(
     fake_conn: redis.Redis, missing: str
 ) -> None:
     command = 'SETNAME' if missing == 'client_setname' else 'LIST'
-    with mock.patch.object(fake_conn, missing, side_effect=redis.ResponseError('unknown command')):
+    unknown = redis.ResponseError('unknown command')
+    # without CLIENT LIST, the server has no CLIENT INFO either (Redis 6.2 added it)
+    with (
+        mock.patch.object(fake_conn, missing, side_effect=unknown),
+        mock.patch.object(fake_conn, 'client_info', side_effect=unknown),
+    ):
         with pytest.warns(Warning, match=f'CLIENT {command} command not supported'):
             worker = Worker(['q'], connection=fake_conn)
     assert worker.ip_address == 'unknown'

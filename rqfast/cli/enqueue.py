@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..defaults import rq2_compat
 from ..joboptions import Retry
 from ..jobspec import call_string as get_call_string
 from ..status import JobStatus
@@ -66,7 +67,9 @@ def enqueue(
     args, kwargs = parse_function_args(arguments)
     call = get_call_string(function, args, kwargs)
     schedule = parse_schedule(schedule_in, schedule_at)
-    target = cli_config.queue_class(queue, serializer=cli_config.serializer, connection=cli_config.connection)
+    target = cli_config.queue_class(
+        queue, serializer=cli_config.serializer, connection=cli_config.connection, job_class=cli_config.job_class
+    )
     job_options: dict[str, Any] = {
         'timeout': timeout,
         'result_ttl': result_ttl,
@@ -81,6 +84,8 @@ def enqueue(
         job = target.enqueue_call(function, args, kwargs, at_front=at_front, **job_options)
     else:
         job = target.create_job(function, args, kwargs, status=JobStatus.SCHEDULED, **job_options)
+        if at_front and not rq2_compat():  # RQ 3.0: at the front of the queue when it is due (2.12 ignored it)
+            job.enqueue_at_front = True
         target.schedule_job(job, schedule)
     if not quiet:
         click.echo(f"Enqueued {click.style(call, fg='blue')} with job-id '{job.id}'.")

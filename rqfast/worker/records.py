@@ -20,7 +20,7 @@ from redis import Redis
 
 from .. import engine, keys, workerscripts
 from ..dates import now, utcformat, utcparse
-from ..defaults import JOB_HEARTBEAT_GRACE
+from ..defaults import JOB_HEARTBEAT_GRACE, rq2_compat
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
@@ -54,12 +54,17 @@ class WorkerRecord:
 
 def client_address(connection: Redis, name: str) -> str:
     """Name this connection after the worker and return its address as Redis sees it (RQ's ip_address);
-    'unknown', with RQ's warning, where the server has no CLIENT SETNAME or CLIENT LIST."""
+    'unknown', with RQ's warning, where the server has no CLIENT SETNAME, or neither CLIENT INFO nor CLIENT LIST."""
     try:
         connection.client_setname(name)
     except redis.ResponseError:
         warnings.warn('CLIENT SETNAME command not supported, setting ip_address to unknown', Warning, stacklevel=3)
         return 'unknown'
+    if not rq2_compat():  # RQ 3.0 asks for this connection alone (Redis 6.2+); RQ 2.12 lists every client
+        try:
+            return str(connection.client_info()['addr'])
+        except redis.ResponseError:  # an older server: find it in the list
+            pass
     try:
         addresses = [client['addr'] for client in connection.client_list() if client.get('name') == name]
     except redis.ResponseError:

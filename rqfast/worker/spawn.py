@@ -4,20 +4,32 @@ Same protocol as the forking Worker, but the horse is a new Python process start
 (no fork anywhere). Its start-up is hidden: each child is started ahead, imports what running a job
 takes and receives the worker's settings, then waits; when a job comes, a waiting child gets it and
 the next child starts while the job runs. A child runs one job and exits, so isolation is per job.
+
+As in RQ 3.0, a worker that overrides a hook (perform_job...) is made again in the child (when its class
+can be imported by name), which runs the job through it; and a configuration the child could not import
+(a class or handler from __main__, one that does not pickle) is refused when the worker starts, before
+any job (RQFAST_COMPAT=2.12: such a handler is left out with a warning). fork_work_horse() and
+monitor_work_horse() are RQ 3.0's step-by-step way: a child spawned for the job in hand, then watched.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
 import sys
+import time
 from typing import Any
 
 from .. import pipes
 from ..connections import client_recipe
+from ..defaults import rq2_compat
+from ..job import Job
+from . import watching
 from .calling import replaced
 from .forking import Worker
+from .hooks import perform_in_horse
 from .pool import Horse
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,6 +75,24 @@ from rqfast.horse import spawn_main
 spawn_main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[4])
 """
 
+# RQ 3.0's fork_work_horse(): `python -c <this>`, the worker's details written in. The child rebuilds the
+# worker's connection and the worker (gone from Redis: exit 1, as RQ's child), then serves the job it is
+# sent, as a child started ahead does.
+_RQ_CHILD = """
+import sys
+sys.path[:] = {path!r}
+import pickle
+from rqfast.connections import build_client
+from rqfast.worker.spawn import serve_spawned_job
+worker_class, attributes = pickle.loads({config!r})
+connection = build_client({client!r})
+worker = worker_class.find_by_key({key!r}, connection=connection, job_class=attributes['job_class'],
+                                  queue_class=attributes['queue_class'], serializer={serializer!r})
+if not worker:
+    sys.exit(1)
+serve_spawned_job(worker, attributes, {job_fd}, {report_fd})
+"""
+
 # Import hooks that come with Python, or that only matter to `import distutils` (setuptools' shim).
 _STANDARD_HOOK_MODULES = {'_frozen_importlib', '_frozen_importlib_external', 'zipimport', '_distutils_hack'}
 
@@ -86,10 +116,13 @@ class SpawnWorker(Worker):
         super().__init__(*args, **kwargs)
         self._pickled: bytes | None = None
         self._made_child_hooks: tuple[ChildHooks | None] | None = None
+        self._forked: Horse | None = None  # fork_work_horse()'s horse, until monitor_work_horse()
 
     def bootstrap(self, *args: Any, **kwargs: Any) -> None:
         self._made_child_hooks = None
         self._pickled = None
+        if not rq2_compat():  # RQ 3.0: what the horse cannot import or unpickle fails here, before any job
+            self.check_horse_config()
         super().bootstrap(*args, **kwargs)
         if self._hooks_in_horse() and self._child_hooks() is None and replaced(self, 'perform_job'):
             self.log.warning(
@@ -140,30 +173,43 @@ class SpawnWorker(Worker):
         with the child's report."""
         return self._hooks_in_horse() and self._child_hooks() is None
 
+    def check_horse_config(self) -> None:
+        """ValueError for a class or handler defined in __main__, pickle's error for one that does not pickle."""
+        for obj in (type(self), self.job_class, self.queue_class, self.death_penalty_class, *self._exc_handlers):
+            if getattr(obj, '__module__', None) == '__main__':
+                raise ValueError(
+                    f'SpawnWorker cannot use {obj!r}: objects defined in __main__ are not importable by the work horse'
+                )
+        self._dump_worker_config()
+
+    def _dump_worker_config(self) -> bytes:
+        """RQ 3.0's: the worker's class and the settings a horse's rebuilt worker takes, pickled."""
+        return pickle.dumps((type(self), self._worker_attributes()), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _worker_attributes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _WORKER_ATTRIBUTES}
+
     def start_horse(self) -> Horse:
         """Spawn a child; it reads the worker's settings and waits for its job."""
+        replay = site_replay()
+
+        def argv(job_fd: int, report_fd: int) -> list[str]:
+            start = [sys.executable, *(['-S'] if replay else []), '-c', _BOOTSTRAP, str(job_fd), str(report_fd)]
+            return [*start, _PACKAGE_DIR, self._preload(), replay, *sys.path]
+
+        return self._spawn(argv)
+
+    def _spawn(self, argv: Any) -> Horse:
+        """Spawn `argv(job fd, report fd)` in a process group of its own, and send it the worker's settings."""
         job_read, job_write = os.pipe()
         report_read, report_write = os.pipe()
         # The child's ends go to fds that none of the four uses; every other fd is close-on-exec.
         child_job_fd = max(job_read, job_write, report_read, report_write) + 1
         child_report_fd = child_job_fd + 1
-        replay = site_replay()
-        argv = [
-            sys.executable,
-            *(['-S'] if replay else []),
-            '-c',
-            _BOOTSTRAP,
-            str(child_job_fd),
-            str(child_report_fd),
-            _PACKAGE_DIR,
-            self._preload(),
-            replay,
-            *sys.path,
-        ]
         try:
             pid = os.posix_spawn(
                 sys.executable,
-                argv,
+                argv(child_job_fd, child_report_fd),
                 dict(os.environ),
                 setpgroup=0,
                 file_actions=[
@@ -183,6 +229,53 @@ class SpawnWorker(Worker):
         except BrokenPipeError:  # it died at once: taking it as a horse notices
             pass
         return spawned
+
+    # --- RQ 3.0's step-by-step horse: fork_work_horse() then monitor_work_horse()
+
+    def fork_work_horse(self, job: Job, queue: Any) -> None:
+        """Spawn a horse for `job` (RQ 3.0's `python -c` child, in its own process group from the start)."""
+        claim = self._in_hand_for(job, queue).claim
+        os.environ['RQ_WORKER_ID'] = self.name
+        os.environ['RQ_JOB_ID'] = job.id
+        if claim.execution_id:
+            os.environ['RQ_EXECUTION_ID'] = claim.execution_id
+        config, client = self._dump_worker_config(), client_recipe(self.connection, picklable=True)
+
+        def argv(job_fd: int, report_fd: int) -> list[str]:
+            source = _RQ_CHILD.format(
+                path=sys.path,
+                config=config,
+                client=client,
+                key=self.key,
+                serializer=self._serializer_arg,
+                job_fd=job_fd,
+                report_fd=report_fd,
+            )
+            return [sys.executable, '-c', source]
+
+        work_horse = self._spawn(argv)
+        with self._horse_lock:
+            self._horse_pid = work_horse.pid
+        self._send_job(work_horse, claim)
+        self._forked = work_horse
+        self.log.debug('Worker %s: spawned %s at %s', self.name, work_horse.pid, time.time())
+
+    def monitor_work_horse(self, job: Job, queue: Any, execution: Any = None) -> None:
+        """Wait for fork_work_horse()'s horse and record how the job ended (a horse that died fails it)."""
+        work_horse, self._forked = self._forked, None
+        if work_horse is None:
+            raise RuntimeError('monitor_work_horse() without fork_work_horse()')
+        in_hand = self._in_hand_for(job, queue)
+        timeout = job.timeout or self.queue_class.DEFAULT_TIMEOUT
+        deadline = time.monotonic() + timeout + self.horse_kill_grace if timeout > 0 else None
+        end = watching.watch(
+            work_horse, deadline, self.horse_poll_interval, self._pool, self.kill_horse, self._forget_horse
+        )
+        outcome = self._outcome(job, work_horse.pid, end, timeout, in_hand.now)
+        if self._horse_reported:
+            self._record_outcome(job, queue, outcome)
+        else:
+            self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
 
     def _pickled_settings(self) -> bytes:
         if self._pickled is None:
@@ -229,11 +322,47 @@ class ChildHooks:
         self.klass, self.queues, self.name, self.options, self.attributes = klass, queues, name, options, attributes
 
     def __call__(self, job: Any, execution_id: str) -> Any:
-        from .hooks import perform_in_horse
-
         worker = self.klass(
             self.queues, name=self.name, connection=job.connection, prepare_for_work=False, **self.options
         )
         for attribute, value in self.attributes.items():
             setattr(worker, attribute, value)
         return perform_in_horse(worker, job, execution_id)
+
+
+# RQ 3.0's: the worker's settings a spawned horse's worker takes (besides its name, queues and serializer).
+_WORKER_ATTRIBUTES = (
+    'job_class',
+    'queue_class',
+    'death_penalty_class',
+    '_exc_handlers',
+    'default_result_ttl',
+    'job_monitoring_interval',
+    'log_job_description',
+    'log_result_lifespan',
+    'disable_default_exception_handler',
+)
+
+
+def serve_spawned_job(worker: SpawnWorker, attributes: dict[str, Any], job_fd: int, report_fd: int) -> None:
+    """fork_work_horse()'s child, once it found its worker: take its settings, serve the job, exit."""
+    from ..horse import flush_stdio, serve_one_job
+
+    code = 1
+    try:
+        for name, value in attributes.items():
+            setattr(worker, name, value)
+        payload = pipes.read_message(job_fd)
+        if payload is not None:
+            settings = pickle.loads(payload)
+            if settings.perform is not None:
+                settings = settings.replace(perform=functools.partial(perform_in_horse, worker))
+            serve_one_job(job_fd, report_fd, settings, fallback=worker.connection)
+        code = 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        flush_stdio()
+        os._exit(code)

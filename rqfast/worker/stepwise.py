@@ -69,6 +69,7 @@ class Stepwise:
                     'worker_name': self.name,
                 },
             )
+            pipeline.persist(job.key)  # a started job outlives its queued `ttl`, as the claim script makes it
             if remove_from_intermediate_queue:
                 pipeline.lrem(keys.intermediate_queue_key(job.origin), 1, job.id)
             rqfast_job = hasattr(job, 'set_local_status')

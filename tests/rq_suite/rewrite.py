@@ -4,7 +4,8 @@ Works on tokens (the standard library's tokenize), so each kind of text gets its
 
 - code: every name token `rq` becomes `rqfast` (`from rq.job import Job`, `import rq`, `rq.worker.Worker`);
   names that merely start with rq (`rqworker`, `rq_job`) are other tokens and stay;
-- strings (docstrings and f-strings included): a dotted path rooted at `rq` (`'rq.worker.Worker'`,
+- strings (docstrings and f-strings included): `import rq` (`python -c 'import rq'`) and a dotted path
+  rooted at `rq` (`'rq.worker.Worker'`,
   `patch('rq.worker.logger.info')`, `'-S rq.serializers.JSONSerializer'`) becomes `rqfast.`; Redis keys
   (`'rq:queue:default'`), file names (`'rq.pid'`, `/tmp/rq-tests.txt`) and command names (`'rqworker'`)
   stay, as RQ's Redis layout is rqfast's too;
@@ -24,6 +25,8 @@ NEW = 'rqfast'
 
 # `rq` then one or more `.identifier`, not inside a longer word, path, URL or key (`x.rq.y`, `/rq.x`, `a-rq.b`).
 _DOTTED_PATH = re.compile(r'(?<![\w.\-/:@])rq((?:\.[A-Za-z_]\w*)+)(?![\w\-/@])')
+# `import rq` as a whole statement in a string (`python -c 'import rq'`): the package itself.
+_IMPORT_PACKAGE = re.compile(r'(?<![\w.])import rq(?![\w.\-/:@])')
 # `rq.<suffix>` with one of these single components is a file name, not a module path.
 _FILE_SUFFIXES = frozenset(
     {'cfg', 'conf', 'csv', 'ini', 'json', 'lock', 'log', 'out', 'pid', 'py', 'sock', 'toml', 'txt', 'yaml', 'yml'}
@@ -72,7 +75,13 @@ def rewrite_string_text(text: str, stats: RewriteStats | None = None) -> str:
 
     if stats is not None and 'rq:' in text:
         stats.redis_keys += 1
-    return _DOTTED_PATH.sub(replace, text)
+
+    def replace_import(match: re.Match[str]) -> str:
+        if stats is not None:
+            stats.strings[('import rq', 'import rqfast')] += 1
+        return f'import {NEW}'
+
+    return _IMPORT_PACKAGE.sub(replace_import, _DOTTED_PATH.sub(replace, text))
 
 
 def rewrite_source(source: str, stats: RewriteStats | None = None) -> str:
