@@ -174,13 +174,16 @@ class SpawnWorker(Worker):
         return self._hooks_in_horse() and self._child_hooks() is None
 
     def check_horse_config(self) -> None:
-        """ValueError for a class or handler defined in __main__, pickle's error for one that does not pickle."""
-        for obj in (type(self), self.job_class, self.queue_class, self.death_penalty_class, *self._exc_handlers):
+        """ValueError for a class or handler defined in __main__, pickle's error for one that does not pickle.
+
+        The worker's own class is not checked: one a child cannot import (defined in __main__ or in a
+        function) has its hooks run in the worker once the child reports (a warning says so), not refused."""
+        for obj in (self.job_class, self.queue_class, self.death_penalty_class, *self._exc_handlers):
             if getattr(obj, '__module__', None) == '__main__':
                 raise ValueError(
                     f'SpawnWorker cannot use {obj!r}: objects defined in __main__ are not importable by the work horse'
                 )
-        self._dump_worker_config()
+        pickle.dumps(self._worker_attributes(), protocol=pickle.HIGHEST_PROTOCOL)
 
     def _dump_worker_config(self) -> bytes:
         """RQ 3.0's: the worker's class and the settings a horse's rebuilt worker takes, pickled."""
