@@ -16,7 +16,7 @@ from . import keys
 from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .exceptions import InvalidJobOperation, NoSuchJobError
-from .jobhash import job_fields, restore_job
+from .jobhash import encode_meta, job_fields, restore_job
 from .joboptions import Callback, Retry
 from .jobrun import JobRun, running_job
 from .jobspec import (
@@ -214,7 +214,7 @@ class Job(JobRun):
         (pipeline if pipeline is not None else self.connection).hset(self.key, mapping=mapping)
 
     def save_meta(self) -> None:
-        self.connection.hset(self.key, 'meta', self.serializer.dumps(self.meta))
+        self.connection.hset(self.key, 'meta', encode_meta(self, self.meta))
 
     def heartbeat(self, timestamp: datetime, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
         self.last_heartbeat = timestamp

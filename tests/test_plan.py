@@ -94,12 +94,26 @@ def test_repeat_goes_back_with_its_result_and_meta() -> None:
 
     plan = engine.plan(job, Outcome(OutcomeKind.SUCCESS, 'v'), NOW, **RUN)
 
-    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 20)
+    # RQ 3.0: the intervals are taken in order; the job keeps the ones left
+    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 10)
     assert plan.fields['repeats_left'] == 1
+    assert plan.fields['repeat_intervals'] == '[20]'
     assert plan.fields['result'] == pickle.dumps('v', protocol=pickle.HIGHEST_PROTOCOL)
     assert pickle.loads(plan.fields['meta']) == {'m': 1}
     assert plan.job_ttl == 900
     assert plan.registry == 'finished' and plan.release_as == 'finished'
+
+
+def test_repeat_intervals_in_rq2_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RQ 2.12 indexes the intervals by the repeats left after this one (so [10, 20] runs 20 then 10)
+    and never rewrites them."""
+    monkeypatch.setattr('rqfast.defaults.RQFAST_COMPAT', '2.12')
+    job = make_job(repeats_left=2, repeat_intervals=[10, 20])
+
+    plan = engine.plan(job, Outcome(OutcomeKind.SUCCESS, 'v'), NOW, **RUN)
+
+    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 20)
+    assert 'repeat_intervals' not in plan.fields
 
 
 def test_repeat_without_interval_goes_back_on_the_queue() -> None:
