@@ -120,9 +120,10 @@ def _write_meta(job: Any, value: dict[str, Any]) -> bytes | None:
 def encode_meta(job: Any, value: dict[str, Any]) -> bytes:
     """The stored meta. RQ 3.0: meta this process could not read (_read_meta's placeholder, unchanged)
     is written back as it was stored; RQ 2.12 (rq2_compat()) serializes the placeholder."""
-    unread = value.get('unserialized')
-    if len(value) == 1 and isinstance(unread, bytes) and not rq2_compat():
-        return unread
+    if isinstance(value, dict) and len(value) == 1 and not rq2_compat():  # (a worker's sealed meta is no dict)
+        unread = value.get('unserialized')
+        if isinstance(unread, bytes):
+            return unread
     return job.serializer.dumps(value)  # type: ignore[no-any-return]
 
 
