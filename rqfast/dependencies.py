@@ -63,12 +63,15 @@ def releasable_dependents(
     now with each key watched (RQ 3.0 reads them so, and wants the pipeline watched: ValueError if not)."""
     if not pipeline.watching:
         raise ValueError('releasing dependents requires a watched pipeline when pipeline is provided')
-    pipeline.watch(job.dependents_key)
-    dependent_ids = sorted(as_text(m) for m in pipeline.smembers(job.dependents_key))
+    watching = None if pipeline.explicit_transaction else pipeline  # after MULTI: no more WATCH, reads go direct
+    if watching is not None:
+        watching.watch(job.dependents_key)
+    reader = watching if watching is not None else job.connection
+    dependent_ids = sorted(as_text(m) for m in reader.smembers(job.dependents_key))
     released: dict[str, list[str]] = {}
     for dependent in type(job).fetch_many(dependent_ids, connection=job.connection, serializer=job.serializer):
         if dependent is None or dependent.get_status(refresh=False) == JobStatus.CANCELED:
             continue
-        if dependencies_are_met(dependent, parent_job, pipeline, exclude_job_id, refresh_job_status):
+        if dependencies_are_met(dependent, parent_job, watching, exclude_job_id, refresh_job_status):
             released.setdefault(dependent.origin, []).append(dependent.id)
     return released

@@ -181,6 +181,26 @@ def test_move_dependents_to_ready_then_enqueue(redis_conn: redis.Redis) -> None:
     assert not redis_conn.exists(keys.ready_registry_key('q'), keys.ready_registry_key('other'))
 
 
+@pytest.mark.parametrize('multi', [False, True])
+def test_move_dependents_to_ready_in_a_watched_pipeline(redis_conn: redis.Redis, multi: bool) -> None:
+    """The caller's transaction holds the move: nothing moves before its execute(); the map is read now."""
+    q = Queue('q', connection=redis_conn)
+    parent = q.enqueue('tests.jobs.noop')
+    child = q.enqueue('tests.jobs.noop', depends_on=parent)
+    redis_conn.hset(parent.key, 'status', 'finished')
+    with redis_conn.pipeline() as pipe:
+        pipe.watch('some:key')
+        if multi:
+            pipe.multi()
+        moved = q.move_dependents_to_ready(parent, pipeline=pipe)
+        assert moved == {'q': [child.id]}
+        assert redis_conn.hget(child.key, 'status') == b'deferred'
+        pipe.execute()
+    assert redis_conn.hget(child.key, 'status') == b'ready_to_enqueue'
+    q.enqueue_ready_jobs_by_queue(moved)
+    assert redis_conn.lrange(q.key, 0, -1) == [parent.id.encode(), child.id.encode()]
+
+
 def test_cancel_answers_the_dependents_it_enqueued(redis_conn: redis.Redis) -> None:
     q = Queue('q', connection=redis_conn)
     parent = q.enqueue('tests.jobs.noop')
