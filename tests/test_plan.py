@@ -144,6 +144,22 @@ def test_returned_retry_runs_again_after_its_interval() -> None:
     )
 
 
+@pytest.mark.parametrize('compat', ['3.0', '2.12'])
+def test_returned_retry_enqueue_at_front(monkeypatch: pytest.MonkeyPatch, compat: str) -> None:
+    """RQ 3.0: a returned Retry(enqueue_at_front=True) goes back at the front and the job keeps
+    enqueue_at_front_on_retry (the scheduler honours it for an interval's retry); RQ 2.12: at the back."""
+    monkeypatch.setattr('rqfast.defaults.RQFAST_COMPAT', compat)
+    now_ = engine.plan(make_job(), Outcome(OutcomeKind.RETRY, Retry(max=2, enqueue_at_front=True)), NOW, **RUN)
+    later = engine.plan(
+        make_job(), Outcome(OutcomeKind.RETRY, Retry(max=2, interval=5, enqueue_at_front=True)), NOW, **RUN
+    )
+
+    assert now_.put_back == ('front' if compat == '3.0' else 'queue')
+    assert later.put_back == 'schedule'
+    for plan in (now_, later):
+        assert plan.fields.get('enqueue_at_front_on_retry') == (1 if compat == '3.0' else None)
+
+
 def test_returned_retry_past_its_max_fails() -> None:
     job = make_job(number_of_retries=2, failure_ttl=300)
 
