@@ -22,6 +22,7 @@ local K = {
   ready = function(q) return PREFIX .. 'ready:' .. q end,  -- RQ 3.0's ReadyJobRegistry
   group = function(g) return PREFIX .. 'group:' .. g end,
   groups = PREFIX .. 'groups',
+  group_cleaning = PREFIX .. 'clean_groups',  -- RQ 3.0's lock: groups are cleaned once per window
   worker = function(w) return PREFIX .. 'worker:' .. w end,
   -- RQ 3.0's index of a worker's running executions (set of `<id>:<x>`); 2.12 never reads it
   worker_executions = function(w) return PREFIX .. 'worker:' .. w .. ':executions' end,
@@ -255,13 +256,16 @@ end
 
 -- Enqueues the deferred dependents of `parent_id` whose dependencies are now met (RQ's
 -- Queue.enqueue_dependents): out of the deferred registry, status queued, pushed onto their own
--- queue (at the front with enqueue_at_front). `exclude` (or nil): see dependencies_met.
--- Returns how many were enqueued, and true when `parent_id` had no dependents set.
-local function release_dependents(parent_id, parent_status, now_text, exclude)
+-- queue (at the front with enqueue_at_front). `exclude` (or nil): see dependencies_met. With `park`,
+-- each is moved into its queue's ready registry instead, status ready_to_enqueue, to be pushed by
+-- enqueue_ready (RQ 3.0's Queue.move_dependents_to_ready).
+-- Returns how many were released, true when `parent_id` had no dependents set, and the released
+-- ones as a flat list {origin, id, origin, id, ...}.
+local function release_dependents(parent_id, parent_status, now_text, exclude, park)
   local dependents_key = K.dependents(parent_id)
   local dependent_ids = redis.call('SMEMBERS', dependents_key)
-  if #dependent_ids == 0 then return 0, true end  -- (and no dependents set: an empty set is no key)
-  local released = {}
+  if #dependent_ids == 0 then return 0, true, {} end  -- (and no dependents set: an empty set is no key)
+  local released, pairs_out = {}, {}
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
     local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
@@ -271,7 +275,10 @@ local function release_dependents(parent_id, parent_status, now_text, exclude)
       local origin = fields[3] or ''
       redis.call('ZREM', K.deferred(origin), dep_id)
       expire_job_keys(dep_id, fields[6])
-      if fields[7] and fields[7] ~= '' then  -- RQ 3.0 rate limit: waits for a slot (see rate_limit_wait)
+      if park then
+        redis.call('HSET', key, 'status', 'ready_to_enqueue')
+        redis.call('ZADD', K.ready(origin), epoch_now(), dep_id)
+      elseif fields[7] and fields[7] ~= '' then  -- RQ 3.0 rate limit: waits for a slot (see rate_limit_wait)
         redis.call('SADD', K.queues, K.queue(origin))
         rate_limit_wait(dep_id, fields[7], fields[8], epoch_now(), now_text)
       else
@@ -279,6 +286,8 @@ local function release_dependents(parent_id, parent_status, now_text, exclude)
         push_job(origin, dep_id, fields[5] == '1')
       end
       released[#released + 1] = dep_id
+      pairs_out[#pairs_out + 1] = origin
+      pairs_out[#pairs_out + 1] = dep_id
     end
   end
   if #released == #dependent_ids then
@@ -286,7 +295,25 @@ local function release_dependents(parent_id, parent_status, now_text, exclude)
   elseif #released > 0 then
     redis.call('SREM', dependents_key, unpack(released))
   end
-  return #released
+  return #released, false, pairs_out
+end
+
+-- RQ 3.0's ReadyJobRegistry.enqueue_jobs for one entry of <prefix>ready:<q>: it leaves the registry,
+-- and its job, if still ready_to_enqueue, is enqueued on q (status queued, enqueued_at now, at the
+-- front with enqueue_at_front; a rate-limited one waits for a slot instead). Returns whether it was.
+local function enqueue_ready(q, id, now_int, now_text)
+  redis.call('ZREM', K.ready(q), id)
+  local job = redis.call('HMGET', K.job(id), 'data', 'status', 'enqueue_at_front', 'rate_limit_key',
+    'rate_limit_concurrency')
+  if not (job[1] and job[2] == 'ready_to_enqueue') then return false end
+  if job[4] and job[4] ~= '' then
+    redis.call('SADD', K.queues, K.queue(q))
+    rate_limit_wait(id, job[4], job[5], now_int, now_text)
+  else
+    redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
+    push_job(q, id, job[3] == '1')
+  end
+  return true
 end
 
 -- RQ's group upkeep (Group.cleanup, Group.all, Group.clean_registries) over the groups `names`

@@ -6,8 +6,8 @@
 -- once seen there for `stuck_after` seconds; RQ fails them instead), and dead workers in the
 -- per-queue worker set. Each queue is done under RQ's lock, <prefix>clean_registries:<q>, so a
 -- queue an RQ worker is cleaning is left alone. Then, as RQ's workers do after it (Group.clean_registries,
--- under no lock), every group loses the ids of jobs whose hash is gone, and groups left empty leave
--- <prefix>groups. RQ 3.0's ReadyJobRegistry is recovered too, as its maintenance does: a dependent an
+-- under no lock in RQ 2.12, under RQ 3.0's <prefix>clean_groups lock when a TTL is given), every group
+-- loses the ids of jobs whose hash is gone, and groups left empty leave <prefix>groups. RQ 3.0's ReadyJobRegistry is recovered too, as its maintenance does: a dependent an
 -- RQ 3.0 process left in <prefix>ready:<q> (it died between releasing and pushing it) is pushed.
 --
 -- KEYS: none
@@ -18,7 +18,8 @@
 -- ReadyJobRegistry.cleanup), ARGV[5] lock TTL (s), ARGV[6] seconds an id must sit in an
 -- intermediate list before it is put back, ARGV[7] TTL (s) of the first-seen marker,
 -- ARGV[8] n job fields to return with each abandoned job, field names..., then n queues, queue names...,
--- then now as UTC text (the enqueued_at of jobs RQ 3.0's rate-limit sweep promotes; a whole pass only)
+-- then now as UTC text (the enqueued_at of jobs RQ 3.0's rate-limit sweep promotes; a whole pass only),
+-- then the TTL (s) of the group-cleaning lock a whole pass takes before it cleans groups (0: no lock)
 -- Returns: {abandoned jobs (each {queue, started-registry member, the job fields asked for, in
 --   order}), rescued intermediate ids (flat: queue, id), {finished entries expired, failed entries
 --   expired, intermediate ids dropped (no job hash, or not queued), dead workers removed, group
@@ -37,6 +38,7 @@ local wanted = {'data', 'status'}
 for _, name in ipairs(r.list()) do wanted[#wanted + 1] = name end
 local queues = r.list()
 local now_text = r.next()
+local group_lock_ttl = tonumber(r.next()) or 0
 
 local function lock_key(q) return PREFIX .. 'clean_registries:' .. q end
 local function first_seen_key(q, id) return K.intermediate(q) .. ':first_seen:' .. id end
@@ -109,23 +111,11 @@ local function clean_intermediate(q)
   end
 end
 
--- RQ 3.0's ReadyJobRegistry.cleanup: every entry of <prefix>ready:<q> whose job is still
--- ready_to_enqueue leaves it and is enqueued on q (status queued, enqueued_at now, at the front with
--- enqueue_at_front; a rate-limited one waits for a slot instead); any other entry is dropped.
+-- RQ 3.0's ReadyJobRegistry.cleanup: every entry of <prefix>ready:<q> is enqueued when its job is
+-- still ready_to_enqueue, else dropped (see enqueue_ready in _common.lua).
 local function clean_ready(q)
-  local ready = K.ready(q)
-  for _, id in ipairs(redis.call('ZRANGE', ready, 0, -1)) do
-    redis.call('ZREM', ready, id)
-    local job = redis.call('HMGET', K.job(id), 'data', 'status', 'enqueue_at_front', 'rate_limit_key',
-      'rate_limit_concurrency')
-    if job[1] and job[2] == 'ready_to_enqueue' then
-      if job[4] and job[4] ~= '' then
-        redis.call('SADD', K.queues, K.queue(q))
-        rate_limit_wait(id, job[4], job[5], math.floor(now_float), now_text)
-      else
-        redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
-        push_job(q, id, job[3] == '1')
-      end
+  for _, id in ipairs(redis.call('ZRANGE', K.ready(q), 0, -1)) do
+    if enqueue_ready(q, id, math.floor(now_float), now_text) then
       ready_ids[#ready_ids + 1] = id
     else
       ready_dropped = ready_dropped + 1
@@ -150,9 +140,11 @@ for _, q in ipairs(queues) do
     locked[#locked + 1] = q
   end
 end
-if whole then
+if whole and (group_lock_ttl == 0 or redis.call('SET', K.group_cleaning, 1, 'NX', 'EX', group_lock_ttl)) then
   local groups = clean_groups_of({}, true, true)
   stats[5], stats[6] = groups[2], groups[3]
+end
+if whole then
   local swept = sweep_rate_limits(math.floor(now_float), now_text)  -- RQ 3.0 rate limits
   stats[7], stats[8] = swept.freed, swept.promoted
 end

@@ -1,10 +1,12 @@
 -- delete_job.lua: delete a job (RQ's Job.delete): out of its queue and registry, its executions,
--- its group and its keys; optionally its dependents too (each out of its registry and deleted).
+-- its group and its keys (with RQ 3.0, its results stream too); optionally its dependents too
+-- (each out of its registry and deleted).
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] "1" to remove it from its queue, ARGV[4] "1" to delete
 -- its dependents, ARGV[5] now as UTC text and ARGV[6] as an integer epoch (a rate-limited job's
--- freed slot promotes a waiting job: see rate_limit_forget in _common.lua)
+-- freed slot promotes a waiting job: see rate_limit_forget in _common.lua), ARGV[7] "1" to delete
+-- the results stream of each job deleted (RQ 3.0; RQ 2.12 leaves it to expire)
 -- Returns: the number of jobs deleted.
 
 local function delete_one(id, remove_from_queue)
@@ -23,6 +25,7 @@ local function delete_one(id, remove_from_queue)
   end
   if fields[3] and fields[3] ~= '' then redis.call('SREM', K.group(fields[3]), id) end
   local deleted = redis.call('DEL', K.job(id), K.dependents(id), K.dependencies(id)) > 0 and 1 or 0
+  if ARGV[7] == '1' then redis.call('DEL', K.results(id)) end
   if rl_key then rate_limit_forget(id, rl_key, tonumber(ARGV[6]), ARGV[5]) end
   return deleted
 end

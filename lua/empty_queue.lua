@@ -1,8 +1,8 @@
 -- empty_queue.lua: remove every job in a queue (RQ's Queue.empty): pop each id, delete its job
--- hash and dependents set.
+-- hash and dependents set (with RQ 3.0, its results stream too).
 --
 -- KEYS: none
--- ARGV[1] prefix, ARGV[2] queue name
+-- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] "1" to delete each job's results stream (RQ 3.0)
 -- Returns: the number of ids removed.
 
 local count = 0
@@ -10,6 +10,7 @@ while true do
   local id = redis.call('LPOP', K.queue(ARGV[2]))
   if not id then break end
   redis.call('DEL', K.job(id), K.dependents(id))
+  if ARGV[3] == '1' then redis.call('DEL', K.results(id)) end
   count = count + 1
 end
 return count

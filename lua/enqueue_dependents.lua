@@ -7,10 +7,11 @@
 -- ARGV[1] prefix, ARGV[2] the job's id, ARGV[3] its status as the caller sees it ("" when the
 -- caller passes none: then it is not checked), ARGV[4] now as UTC text (enqueued_at), ARGV[5] a
 -- dependency id to leave out of every check ("" for none; RQ's exclude_job_id)
--- Returns: the number of dependents enqueued.
+-- Returns: the dependents enqueued, flat: {origin, id, origin, id, ...}.
 
 local parent_status = ARGV[3]
 if parent_status == '' then parent_status = false end
 local exclude = ARGV[5]
 if exclude == '' then exclude = false end
-return (release_dependents(ARGV[2], parent_status, ARGV[4], exclude))  -- (the count only)
+local _, _, released = release_dependents(ARGV[2], parent_status, ARGV[4], exclude, false)
+return released

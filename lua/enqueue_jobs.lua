@@ -12,12 +12,14 @@
 --   as RQ's Group.enqueue_many does in the enqueue's MULTI ("" for none)
 -- ARGV[6] number of jobs; then, per job, one record:
 --   id, mode, at_front ("0"/"1"), unique ("0"/"1"), ttl ("" or seconds), score ("" or epoch),
---   allow_failure ("0"/"1"), n_deps, dep ids..., n_fields, field, value, ...
+--   allow_failure ("0"/"1": a failed dependency counts as met), n_deps, dep ids..., n_fields, field, value, ...
 --   mode: "queue"  enqueue; deferred instead when a dependency exists and is not finished
 --   (a job that is queued or stored, in any mode, leaves the queue's deferred registry)
 --         "requeue" out of the failed registry and back onto the queue (nothing when not in it)
 --         "batch"  as enqueue_many does: always register the dependency sets, enqueue when every
---                  existing dependency is finished (or failed with allow_failure)
+--                  existing dependency is finished (or failed with allow_failure); a deferred job
+--                  expires after its ttl (RQ 3.0)
+--         "batch_rq2" as "batch", but a deferred job does not expire (RQ 2.12's enqueue_many)
 --         "store"  save as queued without pushing (a sync job about to run in-process)
 --         "schedule" save as scheduled and ZADD the scheduled registry at `score`
 --         "limit"  as "queue" for a job with an RQ 3.0 rate limit (its fields hold rate_limit_key and
@@ -79,16 +81,17 @@ local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, 
   end
   local blocked = false
   for _, dep_id in ipairs(deps) do
-    if dependency_blocks(dep_id, mode == 'batch' and allow_failure) then blocked = true end
+    if dependency_blocks(dep_id, allow_failure) then blocked = true end
   end
+  local batch = mode == 'batch' or mode == 'batch_rq2'
   redis.call('SADD', K.queues, K.queue(queue))
-  if mode == 'batch' and #deps > 0 then
+  if batch and #deps > 0 then
     register_dependencies(id, deps)
   end
   if blocked then
-    if mode ~= 'batch' then register_dependencies(id, deps) end
+    if not batch then register_dependencies(id, deps) end
     store(id, fields, 'deferred', false)
-    if mode ~= 'batch' then expire_job_keys(id, ttl) end
+    if mode ~= 'batch_rq2' then expire_job_keys(id, ttl) end
     return 'deferred'
   end
   redis.call('ZREM', K.deferred(queue), id)  -- a job that was deferred is not any more

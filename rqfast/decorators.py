@@ -8,7 +8,7 @@ from typing import Any
 
 from redis import Redis
 
-from .defaults import DEFAULT_RESULT_TTL
+from .defaults import DEFAULT_RESULT_TTL, rq2_compat
 from .job import Retry
 from .queue import Queue
 
@@ -21,7 +21,7 @@ class job:  # noqa: N801 - RQ's name
         queue: Queue | str,
         connection: Redis | None = None,
         timeout: Any = None,
-        result_ttl: int = DEFAULT_RESULT_TTL,
+        result_ttl: int | None = None,
         ttl: int | None = None,
         queue_class: type[Queue] | None = None,
         depends_on: Any = None,
@@ -60,9 +60,15 @@ class job:  # noqa: N801 - RQ's name
                 queue = self.queue_class(name=queue, connection=self.connection)
             depends_on = kwargs.pop('depends_on', None) or self.depends_on
             job_id = kwargs.pop('job_id', None)
-            at_front = kwargs.pop('at_front', False) or self.at_front
+            options = dict(self.options)
+            if rq2_compat():  # RQ 2.12: the decorator's result_ttl is 500 unless given; at_front=False never overrides
+                options['result_ttl'] = DEFAULT_RESULT_TTL if options['result_ttl'] is None else options['result_ttl']
+                at_front = kwargs.pop('at_front', False) or self.at_front
+            else:  # RQ 3.0: no result_ttl leaves the worker's default_result_ttl; at_front= overrides the decorator's
+                at_front = kwargs.pop('at_front', None)
+                at_front = self.at_front if at_front is None else at_front
             return queue.enqueue_call(
-                f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id, at_front=at_front, **self.options
+                f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id, at_front=at_front, **options
             )
 
         f.delay = delay  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from .text import as_text
 if TYPE_CHECKING:
     from .job import Job
 
-__all__ = ['dependencies_are_met']
+__all__ = ['dependencies_are_met', 'releasable_dependents']
 
 
 def dependencies_are_met(
@@ -50,3 +50,28 @@ def dependencies_are_met(
             pipe.hget(job.key_for(job_id), 'status')
         statuses = pipe.execute() if ordered else []
     return all(as_text(status) in allowed for status in statuses if status)
+
+
+def releasable_dependents(
+    job: Job,
+    pipeline: Any,
+    parent_job: Job | None = None,
+    exclude_job_id: str | None = None,
+    refresh_job_status: bool = True,
+) -> dict[str, list[str]]:
+    """The dependents of `job` a release queued into the caller's `pipeline` will let go, by queue, read
+    now with each key watched (RQ 3.0 reads them so, and wants the pipeline watched: ValueError if not)."""
+    if not pipeline.watching:
+        raise ValueError('releasing dependents requires a watched pipeline when pipeline is provided')
+    watching = None if pipeline.explicit_transaction else pipeline  # after MULTI: no more WATCH, reads go direct
+    if watching is not None:
+        watching.watch(job.dependents_key)
+    reader = watching if watching is not None else job.connection
+    dependent_ids = sorted(as_text(m) for m in reader.smembers(job.dependents_key))
+    released: dict[str, list[str]] = {}
+    for dependent in type(job).fetch_many(dependent_ids, connection=job.connection, serializer=job.serializer):
+        if dependent is None or dependent.get_status(refresh=False) == JobStatus.CANCELED:
+            continue
+        if dependencies_are_met(dependent, parent_job, watching, exclude_job_id, refresh_job_status):
+            released.setdefault(dependent.origin, []).append(dependent.id)
+    return released

@@ -15,6 +15,7 @@ from uuid import uuid4
 from . import keys, scripts
 from .exceptions import NoSuchGroupError
 from .job import Job
+from .maintenance import group_lock_ttl
 from .text import as_text
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class Group:
 
     REDIS_GROUP_NAME_PREFIX = keys.GROUP_PREFIX
     REDIS_GROUP_KEY = keys.GROUPS
+    REDIS_GROUP_CLEANING_KEY = keys.GROUP_CLEANING_LOCK  # RQ 3.0's
 
     def __init__(self, connection: Redis, name: str | None = None) -> None:
         self.name = name if name else uuid4().hex
@@ -86,6 +88,21 @@ class Group:
         return cls.REDIS_GROUP_NAME_PREFIX + name
 
     @classmethod
+    def acquire_maintenance_lock(cls, connection: Redis, timeout: int) -> bool:
+        """RQ 3.0's lock shared by every worker, never released: it expires after `timeout` seconds, so
+        the groups are cleaned at most once per window."""
+        return bool(connection.set(cls.REDIS_GROUP_CLEANING_KEY, 1, nx=True, ex=timeout))
+
+    @classmethod
     def clean_registries(cls, connection: Redis) -> None:
         """Every group forgets its jobs that are gone; groups left empty leave rq:groups (one call)."""
         scripts.clean_groups(connection, [], prune=True, drop=True)
+
+
+def clean_groups_once(connection: Redis, maintenance_interval: float) -> bool:
+    """RQ 3.0's Worker.clean_group_registries: clean the groups unless another worker did in this
+    maintenance window (the lock expires just before the next pass); whether this call cleaned them."""
+    if not Group.acquire_maintenance_lock(connection, group_lock_ttl(maintenance_interval)):
+        return False
+    Group.clean_registries(connection=connection)
+    return True

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from . import keys
 from .dates import epoch_seconds, now, utcformat
-from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .exceptions import InvalidJobOperation, NoSuchJobError
-from .jobhash import job_fields, restore_job
+from .jobhash import encode_meta, job_fields, restore_job
 from .joboptions import Callback, Retry
 from .jobrun import JobRun, running_job
 from .jobspec import (
@@ -111,6 +111,7 @@ class Job(JobRun):
     is_canceled = property(lambda self: self.get_status() == JobStatus.CANCELED)
     is_scheduled = property(lambda self: self.get_status() == JobStatus.SCHEDULED)
     is_stopped = property(lambda self: self.get_status() == JobStatus.STOPPED)
+    is_ready_to_enqueue = property(lambda self: self.get_status() == JobStatus.READY_TO_ENQUEUE)  # RQ 3.0
 
     def get_position(self) -> int | None:
         if not self.origin:
@@ -213,7 +214,7 @@ class Job(JobRun):
         (pipeline if pipeline is not None else self.connection).hset(self.key, mapping=mapping)
 
     def save_meta(self) -> None:
-        self.connection.hset(self.key, 'meta', self.serializer.dumps(self.meta))
+        self.connection.hset(self.key, 'meta', encode_meta(self, self.meta))
 
     def heartbeat(self, timestamp: datetime, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
         self.last_heartbeat = timestamp
@@ -221,32 +222,33 @@ class Job(JobRun):
 
     def cancel(
         self, pipeline: Any = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
-    ) -> None:
-        """Cancel: out of its queue and registry, into the canceled registry (one script call).
+    ) -> dict[str, list[str]]:
+        """Cancel: out of its queue and registry, into the canceled registry (one script call); RQ 3.0's
+        map of queue name to the dependents released, which that call enqueues too.
 
-        With a `pipeline`, the call is queued into it and the checks are made now, as RQ makes them.
+        With a `pipeline`, the call is queued into it and the checks are made now, as RQ makes them; with
+        enqueue_dependents, RQ 3.0 wants it watched, and the map is the dependents releasable now.
         """
         if pipeline is not None and self.is_canceled:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if pipeline is not None and self.has_rate_limit:  # RQ 3.0 refuses it (its promotion is a later step)
             raise InvalidJobOperation('Cannot cancel a rate-limited job with a caller-supplied pipeline')
         from . import scripts
+        from .dependencies import releasable_dependents
 
+        expected: dict[str, list[str]] = {}
+        if pipeline is not None and enqueue_dependents and not rq2_compat():  # RQ 2.12: any pipeline, no map
+            expected = releasable_dependents(self, pipeline, exclude_job_id=self.id)
         moment = now()
-        outcome = scripts.cancel_job(
-            self.connection,
-            self.id,
-            epoch_seconds(moment),
-            utcformat(moment),
-            enqueue_dependents,
-            remove_from_dependencies,
-            pipeline=pipeline,
-        )
+        args = (epoch_seconds(moment), utcformat(moment), enqueue_dependents, remove_from_dependencies)
+        reply = scripts.cancel_job(self.connection, self.id, *args, pipeline=pipeline)
+        outcome, released = reply if reply is not None else (1, expected)
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if outcome == 0:
             raise NoSuchJobError(f'No such job: {self.key}')
         self._status = JobStatus.CANCELED
+        return released
 
     def requeue(self, at_front: bool = False) -> Job:
         """Out of its failed registry and back onto its queue, in one script call.

@@ -14,7 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 from .dates import now, utcformat, utcparse
-from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .exceptions import NoSuchJobError
 from .status import JobStatus
 from .text import as_text
@@ -24,6 +24,7 @@ __all__ = [
     'HASH_FIELDS',
     'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD',
     'Codec',
+    'encode_meta',
     'JobRecord',
     'job_fields',
     'restore_job',
@@ -113,7 +114,17 @@ def _read_data(job: Any, stored: bytes) -> bytes:
 
 
 def _write_meta(job: Any, value: dict[str, Any]) -> bytes | None:
-    return job.serializer.dumps(value) if value else None
+    return encode_meta(job, value) if value else None
+
+
+def encode_meta(job: Any, value: dict[str, Any]) -> bytes:
+    """The stored meta. RQ 3.0: meta this process could not read (_read_meta's placeholder, unchanged)
+    is written back as it was stored; RQ 2.12 (rq2_compat()) serializes the placeholder."""
+    if isinstance(value, dict) and len(value) == 1 and not rq2_compat():  # (a worker's sealed meta is no dict)
+        unread = value.get('unserialized')
+        if isinstance(unread, bytes):
+            return unread
+    return job.serializer.dumps(value)  # type: ignore[no-any-return]
 
 
 def _read_meta(job: Any, stored: bytes) -> Any:

@@ -19,6 +19,7 @@ QUEUES = f'{PREFIX}queues'  # set of queue keys
 WORKERS = f'{PREFIX}workers'  # set of worker keys
 SUSPENDED = f'{PREFIX}suspended'
 GROUPS = f'{PREFIX}groups'
+GROUP_CLEANING_LOCK = f'{PREFIX}clean_groups'  # RQ 3.0's: one worker cleans the groups per maintenance window
 
 QUEUE_PREFIX = f'{PREFIX}queue:'
 JOB_PREFIX = f'{PREFIX}job:'

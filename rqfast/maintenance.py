@@ -83,11 +83,24 @@ def clean_registries(
     exception_handlers: Sequence[Any] | None = None,
     job_class: type[Job] = Job,
     policy: JobPolicy | None = None,
+    group_lock_ttl: int = 0,
 ) -> Report:
     """The whole pass for `queues`; `timestamp` pins the expiry cutoff (default: now); `policy`: the
-    worker's, for the failure callbacks of abandoned jobs."""
+    worker's, for the failure callbacks of abandoned jobs; `group_lock_ttl`: see group_lock_ttl()."""
     aftermath = _Aftermath(exception_handlers or ())
-    return _run(connection, list(queues), True, timestamp, serializer, aftermath, job_class, policy)
+    return _run(connection, list(queues), True, timestamp, serializer, aftermath, job_class, policy, group_lock_ttl)
+
+
+def group_lock_ttl(maintenance_interval: float) -> int:
+    """RQ 3.0's group-cleaning lock TTL for a worker passing every `maintenance_interval` seconds: it
+    expires just before the next pass, so one worker cleans the groups per window (at least 1 s)."""
+    return max(int(maintenance_interval) - 1, 1)
+
+
+def pass_group_lock_ttl(maintenance_interval: float) -> int:
+    """The lock TTL a worker's whole pass takes before it cleans groups: RQ 3.0's, or 0 (every pass
+    cleans them, as RQ 2.12's workers do) with rq2_compat()."""
+    return 0 if rq2_compat() else group_lock_ttl(maintenance_interval)
 
 
 def recover_abandoned(
@@ -138,6 +151,7 @@ def _run(
     aftermath: _Aftermath,
     job_class: type[Job],
     policy: JobPolicy | None = None,
+    group_lock_ttl: int = 0,
 ) -> Report:
     """One script call for the pass, then one finish_job call per abandoned job it found."""
     moment = now()
@@ -152,6 +166,7 @@ def _run(
         FIRST_SEEN_TTL,
         _FIELDS,
         queues,
+        group_lock_ttl,
     )
     report = Report(
         finished_expired=int(stats[0]),

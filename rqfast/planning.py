@@ -6,6 +6,7 @@ the Plan to the finish script, for the worker, the sync path and maintenance ali
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -15,6 +16,7 @@ from .defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_RESULT_TTL,
     UNSERIALIZABLE_RETURN_VALUE_PAYLOAD,
+    rq2_compat,
 )
 from .jobhash import job_fields
 from .outcome import Outcome, OutcomeKind
@@ -167,8 +169,10 @@ def _succeeded(job: Job, value: Any, run: _Run, default_result_ttl: int) -> Plan
         plan.stream_ttl = result_ttl
     repeats_left = job.repeats_left
     if repeats_left is not None and repeats_left > 0:
-        interval = Repeat.get_interval(repeats_left - 1, job.repeat_intervals) if job.repeat_intervals else 0
+        interval, later = Repeat.next_interval(repeats_left, job.repeat_intervals)
         plan.fields['repeats_left'] = repeats_left - 1
+        if later != job.repeat_intervals:
+            plan.fields['repeat_intervals'] = json.dumps(later)
         plan.fields.update(_saved_with(job, value))
         _put_back(plan, interval, bool(job.enqueue_at_front), run.now)
         plan.job_ttl = job.ttl or ''
@@ -198,7 +202,14 @@ def _retry_returned(job: Job, retry: Retry, run: _Run) -> Plan:
     plan.fields.update(_saved_with(job, retry))
     plan.stream = {'type': Result.Type.RETRIED.value, 'return_value': encoded, **execution}
     plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
-    _put_back(plan, retry.get_interval(retries, retry.intervals), False, run.now)
+    at_front = False
+    if (
+        not rq2_compat()
+    ):  # RQ 3.0: the returned Retry's enqueue_at_front sticks to the job, as Retry(...) given at enqueue
+        at_front = bool(job.enqueue_at_front_on_retry or retry.enqueue_at_front)
+        if at_front and not job.enqueue_at_front_on_retry:
+            plan.fields['enqueue_at_front_on_retry'] = 1  # the scheduler puts an interval's retry at the front too
+    _put_back(plan, retry.get_interval(retries, retry.intervals), at_front, run.now)
     plan.job_ttl = job.ttl or ''
     return plan
 

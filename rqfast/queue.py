@@ -11,13 +11,12 @@ from typing import Any
 
 from . import keys, registry, scripts
 from .callbacks import execute_failure_callback, execute_success_callback
-from .dates import epoch_seconds, now, utcformat
-from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX
+from .dates import epoch_seconds, now
+from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
+from .dependents import DependentsQueue
 from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
-from .exceptions import InvalidJobOperation
 from .job import Job, JobStatus, Retry
 from .outcome import OutcomeKind
-from .queuebase import BaseQueue
 from .rate_limit import RateLimit, rate_limit_of
 from .repeat import Repeat
 from .security import SIGNATURE_FIELD, sign_fields
@@ -27,8 +26,9 @@ from .timeouts import parse_timeout
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
 
-class Queue(BaseQueue):
-    """RQ's Queue: BaseQueue's reads and admin calls, and every way to enqueue a job."""
+class Queue(DependentsQueue):
+    """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), and
+    every way to enqueue a job."""
 
     @property
     def registry_cleaning_key(self) -> str:
@@ -208,7 +208,14 @@ class Queue(BaseQueue):
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
-        record = enqueue_record(job, mode, at_front=at_front, unique=unique, check_dependencies=check_dependencies)
+        record = enqueue_record(
+            job,
+            mode,
+            at_front=at_front,
+            unique=unique,
+            check_dependencies=check_dependencies,
+            allow_failure=bool(job.allow_dependency_failures) and not rq2_compat(),  # RQ 3.0: a failed one is met
+        )
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
         if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
             self.run_sync(job)
@@ -282,17 +289,23 @@ class Queue(BaseQueue):
     ) -> list[Job]:
         """enqueue_many; with `join_group`, each chunk's script call adds its jobs to group `group_id` too."""
         datas = list(job_datas)
-        plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in datas if not d.depends_on]
-        dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in datas if d.depends_on]
-        records = [
-            enqueue_record(job, 'queue', at_front=d.at_front)
-            for job, d in zip(plain, [d for d in datas if not d.depends_on], strict=True)
-        ]
+        if not rq2_compat():
+            _reject_duplicate_ids(datas)
+        plain_datas = [d for d in datas if not d.depends_on]
+        dependent_datas = [d for d in datas if d.depends_on]
+        plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in plain_datas]
+        dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in dependent_datas]
+        records = [enqueue_record(job, 'queue', at_front=d.at_front) for job, d in zip(plain, plain_datas, strict=True)]
+        # RQ 3.0: a dependent whose dependencies are met honours at_front, and a deferred one expires after its ttl
+        mode = 'batch_rq2' if rq2_compat() else 'batch'
         records += [
             enqueue_record(
-                job, 'batch', at_front=bool(job.enqueue_at_front), allow_failure=bool(job.allow_dependency_failures)
+                job,
+                mode,
+                at_front=bool(job.enqueue_at_front) or (d.at_front and not rq2_compat()),
+                allow_failure=bool(job.allow_dependency_failures),
             )
-            for job in dependent
+            for job, d in zip(dependent, dependent_datas, strict=True)
         ]
         everything = plain + dependent
         pipeline = _pipeline_for(pipeline, False, True)
@@ -354,25 +367,15 @@ class Queue(BaseQueue):
         ):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
 
-    # --- dependents
 
-    def enqueue_dependents(
-        self, job: Job, pipeline: Any = None, exclude_job_id: str | None = None, refresh_job_status: bool = True
-    ) -> None:
-        """Enqueue the deferred dependents of `job` whose dependencies are now met, each onto its own
-        queue, as RQ does when a job finishes (one script call).
-
-        `job`'s status (read again with refresh_job_status) decides as in Job.dependencies_are_met;
-        `exclude_job_id` is a dependency to leave out of the checks.
-        """
-        try:
-            status = job.get_status(refresh=refresh_job_status)
-        except InvalidJobOperation:
-            if not self.connection.exists(job.dependents_key):
-                return  # RQ reads the status only for a dependent: no dependents, no error
-            raise
-        moment = utcformat(now())
-        scripts.enqueue_dependents(self.connection, job.id, status.value, moment, exclude_job_id or '', pipeline)
+def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
+    """RQ 3.0's enqueue_many check, before anything is written: two jobs with one id would share a key."""
+    seen: set[str] = set()
+    for data in datas:
+        if data.job_id is not None:
+            if data.job_id in seen:
+                raise ValueError(f"Job ID '{data.job_id}' appears more than once in enqueue_many()")
+            seen.add(data.job_id)
 
 
 def _rate_limited_mode(job: Job, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:

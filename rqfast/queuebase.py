@@ -11,7 +11,7 @@ from functools import total_ordering
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys, registry, scripts, security
-from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL
+from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL, rq2_compat
 from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
 from .intermediate_queue import IntermediateQueue
@@ -209,6 +209,8 @@ class BaseQueue:
         return self.count == 0
 
     def get_job_ids(self, offset: int = 0, length: int = -1) -> list[str]:
+        if length == 0 and not rq2_compat():  # RQ 3.0: none; RQ 2.12's LRANGE offset..-1 gave them all
+            return []
         end = offset + (length - 1) if length >= 0 else length
         return [as_text(m) for m in self.connection.lrange(self.key, offset, end)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -15,6 +16,7 @@ from .job import Job, parse_job_id
 from .maintenance import fail_abandoned_jobs, recover_ready
 from .scheduler import RQScheduler
 from .serializers import resolve_serializer
+from .status import JobStatus
 from .text import as_text
 from .timeouts import UnixSignalDeathPenalty
 
@@ -165,10 +167,10 @@ class DeferredJobRegistry(BaseRegistry):
 class ReadyJobRegistry(BaseRegistry):
     """RQ 3.0's `rq:ready:<queue>`: dependents whose dependencies are met, not yet pushed; score = when.
 
-    Only an RQ 3.0 process writes it (it releases a dependent there, then pushes it in a second step);
-    rqfast releases dependents onto their queue in the parent's finish script. An entry left by an
-    RQ 3.0 process that died between its two steps is enqueued by cleanup(), which rqfast's maintenance
-    pass also does, as RQ 3.0's does.
+    An RQ 3.0 process releases a dependent here, then pushes it in a second step; rqfast releases
+    dependents onto their queue in the parent's finish script, and writes here only when asked
+    (Queue.move_dependents_to_ready, register_jobs). An entry left by a process that died between the
+    two steps is enqueued by cleanup(), which rqfast's maintenance pass also does, as RQ 3.0's does.
     """
 
     key_template = keys.format_template(keys.ready_registry_key)
@@ -186,6 +188,23 @@ class ReadyJobRegistry(BaseRegistry):
         job_id = job.id if isinstance(job, Job) else job
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
+
+    def register_jobs(self, jobs: Sequence[Job], pipeline: Any) -> None:
+        """RQ 3.0's: the jobs (all of this queue) out of its deferred registry and in here, status
+        ready_to_enqueue: one script call queued into the caller's `pipeline`."""
+        if jobs:
+            scripts.register_ready_jobs(self.connection, self.name, [job.id for job in jobs], pipeline)
+        for job in jobs:
+            job.set_local_status(JobStatus.READY_TO_ENQUEUE)
+
+    def enqueue_jobs(self, job_ids: list[str]) -> list[Job]:
+        """RQ 3.0's: push the named jobs still here and still ready_to_enqueue (stale entries are dropped;
+        an id another caller took is left alone), in one script call; the jobs pushed."""
+        if not job_ids:
+            return []
+        enqueued = scripts.enqueue_ready_jobs(self.connection, self.name, job_ids)
+        jobs = self.job_class.fetch_many(enqueued, connection=self.connection, serializer=self.serializer)
+        return [job for job in jobs if job is not None]
 
 
 class ScheduledJobRegistry(BaseRegistry):

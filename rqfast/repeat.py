@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .dates import now
+from .defaults import rq2_compat
 
 
 class Repeat:
@@ -35,16 +36,32 @@ class Repeat:
         return intervals[-1] if count >= len(intervals) else intervals[count]
 
     @classmethod
-    def schedule(cls, job: Any, queue: Any, pipeline: Any = None) -> None:
-        """RQ's: use up one repeat of `job` and put it back on `queue`, now or after its interval.
+    def next_interval(cls, repeats_left: int, intervals: list[int] | None) -> tuple[int, list[int] | None]:
+        """The interval before the next repeat, and the intervals the job keeps for the ones after.
+
+        RQ 3.0 takes them in order, the last one for every repeat beyond them (the job keeps the rest);
+        RQ 2.12 (rq2_compat()) indexes them by the repeats left after this one, so they run backwards.
+        """
+        if not intervals:
+            return 0, intervals
+        if rq2_compat():
+            return cls.get_interval(repeats_left - 1, intervals), intervals
+        return intervals[0], intervals[1:] if len(intervals) > 1 else intervals
+
+    @classmethod
+    def schedule(cls, job: Any, queue: Any, pipeline: Any = None) -> datetime | None:
+        """RQ's: use up one repeat of `job` and put it back on `queue`, now or after its interval; when
+        it will run (None: now).
 
         ValueError when the job has no repeats left. `job` is a Job and `queue` a Queue (a layer above).
         """
         if job.repeats_left is None or job.repeats_left <= 0:
             raise ValueError(f'Cannot schedule job {job.id}: no repeats left')
-        interval = cls.get_interval(job.repeats_left - 1, job.repeat_intervals) if job.repeat_intervals else 0
+        interval, job.repeat_intervals = cls.next_interval(job.repeats_left, job.repeat_intervals)
         job.repeats_left -= 1
         if interval == 0:
             queue.enqueue_job(job, pipeline=pipeline)
-        else:
-            queue.schedule_job(job, now() + timedelta(seconds=interval), pipeline=pipeline)
+            return None
+        scheduled_time = now() + timedelta(seconds=interval)
+        queue.schedule_job(job, scheduled_time, pipeline=pipeline)
+        return scheduled_time

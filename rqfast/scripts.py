@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys, tracing
 from .dates import epoch_seconds, now, utcformat
+from .defaults import rq2_compat
 from .exceptions import DuplicateJobError
 from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
@@ -81,10 +82,9 @@ def add_record_field(record: list[Any], name: str, value: Any) -> None:
 
 
 def record_dependencies(record: list[Any]) -> tuple[str, list[str], bool]:
-    """An enqueue record's mode, its dependency ids, and whether a failed one counts as met (as the
-    script judges: in batch mode only)."""
+    """An enqueue record's mode, its dependency ids, and whether a failed one counts as met."""
     mode, count = record[1], record[7]
-    return mode, list(record[8 : 8 + count]), mode == 'batch' and record[6] == 1
+    return mode, list(record[8 : 8 + count]), record[6] == 1
 
 
 def enqueue_jobs(
@@ -141,28 +141,41 @@ def cancel_job(
     enqueue_dependents: bool,
     remove_from_dependencies: bool,
     pipeline: Pipeline | None = None,
-) -> int | None:
-    """1 when canceled, 0 when the job does not exist, -1 when it was canceled already (None when
-    queued into `pipeline`)."""
+) -> tuple[int, dict[str, list[str]]] | None:
+    """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
+    (-1, {}) when it was canceled already (None when queued into `pipeline`)."""
     args = [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
     reply = call('cancel_job', connection, args, pipeline)
-    return None if reply is None else int(reply)
+    return None if reply is None else (int(reply[0]), by_queue(reply[1:]))
+
+
+def by_queue(flat: Sequence[Any]) -> dict[str, list[str]]:
+    """A script's flat {origin, id, origin, id, ...} as RQ 3.0's map of queue name to job ids."""
+    mapping: dict[str, list[str]] = {}
+    for i in range(0, len(flat), 2):
+        mapping.setdefault(_text(flat[i]), []).append(_text(flat[i + 1]))
+    return mapping
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def delete_job(
     connection: Redis, job_id: str, remove_from_queue: bool, delete_dependents: bool, pipeline: Pipeline | None = None
 ) -> int | None:
-    """Deletes the job (and its dependents when asked); the number of jobs deleted (None when queued
-    into `pipeline`)."""
+    """Deletes the job (and its dependents when asked), with its results unless rq2_compat(); the
+    number of jobs deleted (None when queued into `pipeline`)."""
     now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
-    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch]
+    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())]
     reply = call('delete_job', connection, args, pipeline)
     return None if reply is None else int(reply)
 
 
 def empty_queue(connection: Redis, queue: str) -> int:
-    """LPOP every id and delete its job hash and dependents set; the number removed."""
-    return int(script('empty_queue')(connection, [queue]))
+    """LPOP every id and delete its job hash and dependents set (and results, unless rq2_compat());
+    the number removed."""
+    return int(script('empty_queue')(connection, [queue, int(not rq2_compat())]))
 
 
 def schedule_jobs(
@@ -198,9 +211,11 @@ def clean_registries(
     first_seen_ttl: int,
     job_fields: Sequence[str],
     queues: list[str],
+    group_lock_ttl: int = 0,
 ) -> list[Any]:
     """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
-    rescued, stats, locked queues, ready ids enqueued}."""
+    rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
+    group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
     args: list[Any] = [
         now_float,
         cutoff,
@@ -213,6 +228,7 @@ def clean_registries(
         len(queues),
         *queues,
         utcformat(now()),  # promoted rate-limited jobs' enqueued_at
+        group_lock_ttl,
     ]
     return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
 
@@ -247,9 +263,34 @@ def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Any = None) -
 
 def enqueue_dependents(
     connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Any = None
-) -> None:
-    """Enqueue the dependents (whose dependencies are met) of a job that ended with `status`."""
-    _run('enqueue_dependents', connection, [job_id, status, now_text, exclude_id], pipeline)
+) -> dict[str, list[str]] | None:
+    """Enqueue the dependents (whose dependencies are met) of a job that ended with `status`; the
+    ids enqueued by queue (None when queued into `pipeline`)."""
+    reply = _run('enqueue_dependents', connection, [job_id, status, now_text, exclude_id], pipeline)
+    return None if reply is None else by_queue(reply)
+
+
+def move_dependents_to_ready(
+    connection: Redis, job_id: str, status: str, exclude_id: str = '', pipeline: Any = None
+) -> dict[str, list[str]] | None:
+    """Move the dependents (whose dependencies are met) of a job that ended with `status` into their
+    queues' ready registries (lua/move_dependents_to_ready.lua); the ids moved by queue (None when
+    queued into `pipeline`)."""
+    reply = _run('move_dependents_to_ready', connection, [job_id, status, exclude_id], pipeline)
+    return None if reply is None else by_queue(reply)
+
+
+def enqueue_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str]) -> list[str]:
+    """Push the named jobs of the queue's ready registry that are still ready_to_enqueue (dropping the
+    stale entries; lua/enqueue_ready_jobs.lua); the ids enqueued."""
+    now_text, now_epoch = _now()
+    return [_text(job_id) for job_id in _run('enqueue_ready_jobs', connection, [queue, now_text, now_epoch, *job_ids])]
+
+
+def register_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str], pipeline: Any = None) -> None:
+    """The jobs out of the queue's deferred registry and into its ready registry, status
+    ready_to_enqueue (lua/register_ready_jobs.lua)."""
+    _run('register_ready_jobs', connection, [queue, epoch_seconds(now()), *job_ids], pipeline)
 
 
 def add_failed_job(

@@ -57,6 +57,8 @@ def get_keys(queue: Any = None, connection: Redis | None = None) -> set[str]:
 def clean_worker_registry(queue: Any) -> None:
     """Drop the keys of workers whose hash is gone from rq:workers and the queue's set."""
     worker_keys = sorted(get_keys(queue))
+    if not worker_keys or queue.connection.exists(*worker_keys) == len(worker_keys):
+        return  # as RQ 3.0: one EXISTS for them all in the usual case, every worker alive
     with queue.connection.pipeline() as pipeline:
         for key in worker_keys:
             pipeline.exists(key)

@@ -17,7 +17,8 @@ import os
 import pickle
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -368,6 +369,21 @@ def keys_of(snap: Iterable[str]) -> list[str]:
     return sorted(snap)
 
 
+@contextmanager
+def following_reference() -> Iterator[None]:
+    """rqfast follows the RQ release installed as the reference (its RQFAST_COMPAT), as the oracle
+    comparison needs: RQ 2.12 in the test venv, where RQ 3.0 changed behaviour rqfast follows by default."""
+    from rqfast import defaults
+
+    saved = defaults.RQFAST_COMPAT
+    version = importlib.import_module(REFERENCE).__version__
+    defaults.set_compat('2.12' if version.startswith('2.') else '3.0')
+    try:
+        yield
+    finally:
+        defaults.set_compat(saved)
+
+
 def run_both(conn: redis.Redis, scenario: Callable[[Any, redis.Redis], tuple[list[Any], Any]]) -> dict[str, Any]:
     """Run `scenario(impl, conn)` with rq, then rqfast, each on a flushed db; the dbs and the answers must match.
 
@@ -375,10 +391,11 @@ def run_both(conn: redis.Redis, scenario: Callable[[Any, redis.Redis], tuple[lis
     """
     dumps: dict[str, Any] = {}
     answers: dict[str, Any] = {}
-    for name in (REFERENCE, UNDER_TEST):
-        conn.flushdb()
-        ids, answers[name] = scenario(implementation(name), conn)
-        dumps[name] = normalize(snapshot(conn), id_map_for(*ids))
+    with following_reference():
+        for name in (REFERENCE, UNDER_TEST):
+            conn.flushdb()
+            ids, answers[name] = scenario(implementation(name), conn)
+            dumps[name] = normalize(snapshot(conn), id_map_for(*ids))
     conn.flushdb()
     assert dumps[REFERENCE], 'the scenario wrote nothing: it checks nothing'
     assert_same(dumps[REFERENCE], dumps[UNDER_TEST])

@@ -94,12 +94,26 @@ def test_repeat_goes_back_with_its_result_and_meta() -> None:
 
     plan = engine.plan(job, Outcome(OutcomeKind.SUCCESS, 'v'), NOW, **RUN)
 
-    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 20)
+    # RQ 3.0: the intervals are taken in order; the job keeps the ones left
+    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 10)
     assert plan.fields['repeats_left'] == 1
+    assert plan.fields['repeat_intervals'] == '[20]'
     assert plan.fields['result'] == pickle.dumps('v', protocol=pickle.HIGHEST_PROTOCOL)
     assert pickle.loads(plan.fields['meta']) == {'m': 1}
     assert plan.job_ttl == 900
     assert plan.registry == 'finished' and plan.release_as == 'finished'
+
+
+def test_repeat_intervals_in_rq2_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RQ 2.12 indexes the intervals by the repeats left after this one (so [10, 20] runs 20 then 10)
+    and never rewrites them."""
+    monkeypatch.setattr('rqfast.defaults.RQFAST_COMPAT', '2.12')
+    job = make_job(repeats_left=2, repeat_intervals=[10, 20])
+
+    plan = engine.plan(job, Outcome(OutcomeKind.SUCCESS, 'v'), NOW, **RUN)
+
+    assert (plan.put_back, plan.schedule_score) == ('schedule', EPOCH + 20)
+    assert 'repeat_intervals' not in plan.fields
 
 
 def test_repeat_without_interval_goes_back_on_the_queue() -> None:
@@ -128,6 +142,22 @@ def test_returned_retry_runs_again_after_its_interval() -> None:
         fields={**ended_fields(None), 'number_of_retries': 1, 'result': job.serializer.dumps(retry)},
         stream={'type': Result.Type.RETRIED.value, 'return_value': encoded, **execution()},
     )
+
+
+@pytest.mark.parametrize('compat', ['3.0', '2.12'])
+def test_returned_retry_enqueue_at_front(monkeypatch: pytest.MonkeyPatch, compat: str) -> None:
+    """RQ 3.0: a returned Retry(enqueue_at_front=True) goes back at the front and the job keeps
+    enqueue_at_front_on_retry (the scheduler honours it for an interval's retry); RQ 2.12: at the back."""
+    monkeypatch.setattr('rqfast.defaults.RQFAST_COMPAT', compat)
+    now_ = engine.plan(make_job(), Outcome(OutcomeKind.RETRY, Retry(max=2, enqueue_at_front=True)), NOW, **RUN)
+    later = engine.plan(
+        make_job(), Outcome(OutcomeKind.RETRY, Retry(max=2, interval=5, enqueue_at_front=True)), NOW, **RUN
+    )
+
+    assert now_.put_back == ('front' if compat == '3.0' else 'queue')
+    assert later.put_back == 'schedule'
+    for plan in (now_, later):
+        assert plan.fields.get('enqueue_at_front_on_retry') == (1 if compat == '3.0' else None)
 
 
 def test_returned_retry_past_its_max_fails() -> None:

@@ -39,12 +39,13 @@ from rqfast.defaults import JOB_HEARTBEAT_GRACE
 try:
     import jobs
     import worker_jobs
-    from snapshot import Blob, assert_same, id_map_for, implementation, normalize, snapshot
+    from snapshot import Blob, assert_same, following_reference, id_map_for, implementation, normalize, snapshot
 except ImportError:  # tests/ became a package
     from tests import jobs, worker_jobs  # type: ignore[no-redef]
     from tests.snapshot import (  # type: ignore[no-redef]
         Blob,
         assert_same,
+        following_reference,
         id_map_for,
         implementation,
         normalize,
@@ -52,6 +53,14 @@ except ImportError:  # tests/ became a package
     )
 
 pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _follow_the_reference() -> Any:
+    """rq 2.12's workers are the oracle here: rqfast follows 2.12 where 3.0 changed behaviour (e.g. no
+    rq:clean_groups lock in the maintenance pass)."""
+    with following_reference():
+        yield
 
 
 class RQSimpleWorker(rq.worker.SimpleWorker):
@@ -560,6 +569,7 @@ def _worker_process(redis_url: str, impl: str, log: Path) -> subprocess.Popen[by
     helper = Path(__file__).with_name('worker_process.py')
     options = {'impl': impl, 'name': 'w', 'queues': ['q', 'other'], 'work': {'logging_level': 'WARNING'}}
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(helper.parent.parent), os.environ.get('PYTHONPATH', '')])}
+    env['RQFAST_COMPAT'] = '2.12'  # the rq worker it is compared with is rq 2.12's
     with open(log, 'wb') as out:
         return subprocess.Popen(
             [sys.executable, str(helper), redis_url, json.dumps(options)], stdout=out, stderr=subprocess.STDOUT, env=env

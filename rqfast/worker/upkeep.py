@@ -135,7 +135,7 @@ class Duties:
 
     def clean_registries(self) -> None:
         """Abandoned jobs, expired entries, stranded ids, dead workers (this worker's queues) and groups: one call."""
-        from ..maintenance import clean_registries
+        from ..maintenance import clean_registries, pass_group_lock_ttl
 
         clean_registries(
             self.connection,
@@ -144,8 +144,17 @@ class Duties:
             exception_handlers=self._exc_handlers,
             job_class=self.job_class,
             policy=self.job_policy,
+            group_lock_ttl=pass_group_lock_ttl(self.maintenance_interval),
         )
         self.last_cleaned_at = now()
+
+    def clean_group_registries(self) -> None:
+        """RQ 3.0's: clean the groups unless another worker did in this maintenance window (the
+        maintenance pass does the same in its one call; see rqfast.group.clean_groups_once)."""
+        from ..group import clean_groups_once
+
+        if clean_groups_once(self.connection, self.maintenance_interval):
+            self.log.info('Worker %s: cleaning group registries', self.name)
 
     def run_maintenance_tasks(self) -> None:
         scheduler = self.scheduler  # one whose thread died is started again (not at the first run), as in RQ

@@ -1,0 +1,15 @@
+-- register_ready_jobs.lua: RQ 3.0's ReadyJobRegistry.register_jobs: each job leaves the queue's
+-- deferred registry, takes status ready_to_enqueue and enters its ready registry, scored now.
+--
+-- KEYS: none
+-- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] now as an integer epoch, ARGV[4..] job ids
+-- Returns: the number of jobs registered.
+
+local q, now_int = ARGV[2], tonumber(ARGV[3])
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  redis.call('ZREM', K.deferred(q), id)
+  redis.call('HSET', K.job(id), 'status', 'ready_to_enqueue')
+  redis.call('ZADD', K.ready(q), now_int, id)
+end
+return #ARGV - 3
