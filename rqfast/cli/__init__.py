@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..version import VERSION
-from .admin import empty, requeue, resume, suspend
+from .admin import empty, pause, requeue, resume, suspend, unpause
 from .cli_cron import cron
 from .enqueue import enqueue
 from .monitor import info
@@ -19,7 +19,7 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron):
+for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, pause, unpause, cron):
     main.add_command(command)
 
 __all__ = ['cron', 'enqueue', 'info', 'main', 'worker', 'worker_pool']
