@@ -53,6 +53,7 @@ class job:  # noqa: N801 - RQ's name
         on_success: Any = None,
         on_stopped: Any = None,
         webhooks: Any = None,
+        capture_output: bool = False,
     ):
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
@@ -68,6 +69,7 @@ class job:  # noqa: N801 - RQ's name
             on_success=on_success,
             on_stopped=on_stopped,
             webhooks=webhooks,
+            capture_output=capture_output,
         )
         self.depends_on, self.at_front = depends_on, at_front
 

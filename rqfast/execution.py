@@ -29,6 +29,23 @@ def run_job(
     clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
+    if not job.capture_output:
+        return _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+    from .capture import captured_output  # here: only a job that asks for it pays for its import
+
+    with captured_output() as output:
+        outcome = _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+    outcome.output = output.text()
+    return outcome
+
+
+def _run_job(
+    job: Job,
+    death_penalty_class: type[BaseDeathPenalty],
+    exception_handlers: Sequence[ExceptionHandler],
+    default_timeout: int,
+    clock: Callable[[], datetime],
+) -> Outcome:
     job.started_at = clock()
     job.persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
     try:
@@ -55,6 +72,22 @@ async def run_job_async(
 
     Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
     """
+    if not job.capture_output:
+        return await _run_job_async(job, exception_handlers, default_timeout, clock)
+    from .capture import captured_output  # as in run_job
+
+    with captured_output() as output:  # (the task's own context: other tasks' output is not captured)
+        outcome = await _run_job_async(job, exception_handlers, default_timeout, clock)
+    outcome.output = output.text()
+    return outcome
+
+
+async def _run_job_async(
+    job: Job,
+    exception_handlers: Sequence[ExceptionHandler],
+    default_timeout: int,
+    clock: Callable[[], datetime],
+) -> Outcome:
     job.started_at = clock()
     job.persist_on_perform = False
     try:

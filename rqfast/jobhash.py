@@ -255,6 +255,7 @@ class JobRecord:
     ttl: int | None = _stored(POSITIVE_INT)
     allow_dependency_failures: bool | None = _stored(FLAG)
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
+    capture_output: bool = _stored(TRUE_FLAG, False)  # rqfast's own (additive): the worker captures its output
 
     @property
     def has_rate_limit(self) -> bool:

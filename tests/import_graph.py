@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'cronconfig',
             'security',
             'pipes',
+            'capture',
         ],
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),

@@ -132,3 +132,35 @@ def failure_callback(job: Any, connection: Any, type: Any, value: Any, tb: Any) 
 
 def stopped_callback(job: Any, connection: Any) -> None:
     CALLBACK_CALLS.append(('stopped', job.id, None))
+
+
+def print_lines(count: int = 2, text: str = 'line', to_stderr: bool = False) -> int:
+    """Prints `count` numbered lines (to stderr too when asked); for capture_output."""
+    import sys
+
+    for i in range(count):
+        print(f'{text} {i}')
+        if to_stderr:
+            print(f'{text} {i} on stderr', file=sys.stderr)
+    return count
+
+
+def print_then_fail(text: str = 'about to fail') -> None:
+    print(text)
+    raise CustomError(text)
+
+
+def print_slowly(name: str, count: int) -> int:
+    """Prints `count` lines with short sleeps, so concurrent jobs' prints interleave."""
+    for i in range(count):
+        print(name, i)
+        time.sleep(0.002)
+    return count
+
+
+async def async_print_slowly(name: str, count: int) -> int:
+    """print_slowly as a coroutine: concurrent tasks on one event loop interleave their prints."""
+    for i in range(count):
+        print(name, i)
+        await asyncio.sleep(0.002)
+    return count

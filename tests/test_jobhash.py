@@ -69,6 +69,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
     job.rate_limit_key, job.rate_limit_concurrency = 'reports', 2  # RQ 3.0's fields
     job.allow_dependency_failures = True
     job.enqueue_at_front = False
+    job.capture_output = True  # rqfast's own field (docs/features.md)
     job.set_local_status(JobStatus.FAILED)
     job.set_local_result(42)
     job._exc_info = 'Traceback ...'
