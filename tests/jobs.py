@@ -164,3 +164,11 @@ async def async_print_slowly(name: str, count: int) -> int:
         print(name, i)
         await asyncio.sleep(0.002)
     return count
+
+
+def report_progress(*values: Any) -> int:
+    """Calls set_progress with each value in turn, from inside the job; returns how many."""
+    job = _current_job()
+    for value in values:
+        job.set_progress(value)
+    return len(values)
