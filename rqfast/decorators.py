@@ -25,6 +25,9 @@ class JobFunction(Protocol, Generic[P, R_co]):
     parameters there (pass those options through `Queue.enqueue` instead to keep them checked).
     """
 
+    __name__: str
+    __qualname__: str
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
     def delay(self, *args: P.args, **kwargs: P.kwargs) -> Job: ...

@@ -32,6 +32,7 @@ TYPED_MODULE = """
     queued: Job = add.delay(1, b=2)
     also_queued: Job = add.enqueue(3)
     direct: int = add(1, 2)
+    name: str = add.__name__
     {extra}
 """
 
