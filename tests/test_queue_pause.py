@@ -138,3 +138,24 @@ def test_cli_pause_unpause_and_info(redis_url: str, redis_conn: redis.Redis) -> 
     result = runner.invoke(main, ['unpause', 'a', '--url', redis_url])
     assert result.exit_code == 0 and not Queue('a', connection=redis_conn).is_paused
     assert runner.invoke(main, ['pause', '--url', redis_url]).exit_code != 0  # a queue name is needed
+
+
+def test_an_idle_worker_whose_queues_are_all_paused_sleeps_instead_of_spinning(
+    connection: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without leaving paused queues out of its blocking wait, the worker would move the id, have the claim
+    put it back, and start over as fast as it can."""
+    paused = Queue('a', connection=connection)
+    held = paused.enqueue(jobs.add, 1, 2)
+    paused.pause()
+    claims: list[object] = []
+    claim_job = engine.claim_job
+
+    def counted(*args: object, **kwargs: object) -> engine.Claim:
+        claims.append(args)
+        return claim_job(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, 'claim_job', counted)
+    SimpleWorker(['a'], connection=connection).work(max_idle_time=1, logging_level='WARNING')
+    assert len(claims) <= 3, len(claims)
+    assert held.get_status() == JobStatus.QUEUED and paused.job_ids == [held.id]

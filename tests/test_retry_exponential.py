@@ -81,3 +81,14 @@ def test_an_rqfast_worker_waits_the_growing_delays(connection: redis.Redis) -> N
         assert scheduler.tick() == {'q': 1}
     SimpleWorker(['q'], connection=connection).work(burst=True, logging_level='WARNING')
     assert job.get_status() == 'failed' and job.get_meta()['runs'] == 4
+
+
+def test_an_rq_worker_follows_the_same_delays(connection: redis.Redis) -> None:
+    import rq
+
+    job = Queue('q', connection=connection).enqueue(worker_jobs.fail_until, 5, retry=Retry.exponential(3, base=45))
+    before = time.time()
+    rq.SimpleWorker(['q'], connection=connection).work(burst=True, logging_level='WARNING')
+    score = connection.zscore('rq:scheduled:q', job.id)
+    assert score is not None and before + 44 <= score <= time.time() + 46
+    assert rq.job.Job.fetch(job.id, connection=connection).retries_left == 2
