@@ -48,6 +48,18 @@ class Retry:
     def intervals(self, value: list[int]) -> None:
         self._intervals = value
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with `intervals` as an attribute, as before the property: older readers load it as it was."""
+        state = dict(self.__dict__)
+        state['intervals'] = state.pop('_intervals')
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        state['_intervals'] = state.pop('intervals', state.get('_intervals', []))
+        state.setdefault('jitter', 0.0)
+        self.__dict__.update(state)
+
     @classmethod
     def exponential(
         cls,

@@ -92,3 +92,16 @@ def test_an_rq_worker_follows_the_same_delays(connection: redis.Redis) -> None:
     score = connection.zscore('rq:scheduled:q', job.id)
     assert score is not None and before + 44 <= score <= time.time() + 46
     assert rq.job.Job.fetch(job.id, connection=connection).retries_left == 2
+
+
+def test_a_pickled_retry_keeps_the_attributes_older_readers_know() -> None:
+    import pickle
+
+    retry = Retry.exponential(3, base=2, jitter=0.5)
+    state = retry.__getstate__()
+    assert state['intervals'] == [2, 4, 8] and '_intervals' not in state  # what older rqfast versions read
+    loaded = pickle.loads(pickle.dumps(retry))
+    assert loaded.max == 3 and loaded.jitter == 0.5 and all(1 <= d <= 8 for d in loaded.intervals)
+    older = Retry.__new__(Retry)  # a Retry pickled before the property (its state: max, intervals, ...)
+    older.__setstate__({'max': 2, 'intervals': [5, 9], 'enqueue_at_front': False})
+    assert older.intervals == [5, 9] and older.jitter == 0.0
