@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-OUTPUT_CAP = 64 * 1024  # characters of output kept per job run; the rest is counted and marked
+from .defaults import OUTPUT_CAP
+
 TRUNCATED = '\n[rqfast: output truncated, {} more characters]\n'
 
 _buffer: contextvars.ContextVar[Buffer | None] = contextvars.ContextVar('rqfast_output', default=None)

@@ -10,14 +10,11 @@ from collections.abc import Callable, Iterable
 from types import BuiltinFunctionType, FunctionType
 from typing import Any
 
-from .defaults import CALLBACK_TIMEOUT
+from .defaults import CALLBACK_TIMEOUT, RETRY_EXPONENTIAL_CAP
 from .imports import function_reference
 from .timeouts import parse_timeout
 
 __all__ = ['Callback', 'Retry']
-
-
-EXPONENTIAL_CAP = 3600  # Retry.exponential's default longest delay, in seconds
 
 
 def _is_number(value: object) -> bool:
@@ -65,7 +62,7 @@ class Retry:
         cls,
         max: int,
         base: float = 1,
-        cap: float = EXPONENTIAL_CAP,
+        cap: float = RETRY_EXPONENTIAL_CAP,
         jitter: float | bool = 0.0,
         enqueue_at_front: bool = False,
     ) -> Retry:

@@ -13,8 +13,9 @@ import rq.results
 
 import rqfast
 from rqfast import Queue, SimpleWorker
-from rqfast.capture import OUTPUT_CAP, captured_output
+from rqfast.capture import captured_output
 from rqfast.decorators import job as job_decorator
+from rqfast.defaults import OUTPUT_CAP
 
 try:
     import jobs
