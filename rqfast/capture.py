@@ -48,13 +48,13 @@ class Buffer:
 class _Proxy:
     """Stands in for sys.stdout or sys.stderr: the writes of a capturing context go to its buffer."""
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream  # None when the process has no such stream (sys.stdout is None)
 
     def write(self, text: str) -> int:
         buffer = _buffer.get()
         if buffer is None:
-            return self._stream.write(text)
+            return self._stream.write(text) if self._stream is not None else len(text)  # (None: print drops it)
         buffer.write(str(text))
         return len(text)
 
@@ -63,7 +63,7 @@ class _Proxy:
             self.write(line)
 
     def flush(self) -> None:
-        if _buffer.get() is None:
+        if _buffer.get() is None and self._stream is not None:
             self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty...: the real stream's

@@ -140,3 +140,10 @@ def test_async_jobs_on_one_event_loop_capture_their_own_output(connection: redis
     for name, job in zip(('fox', 'gnu'), queued, strict=True):
         assert job.return_value() == 10 and job.output == ''.join(f'{name} {i}\n' for i in range(10)), job.output
     assert plain.output is None
+
+
+def test_a_process_without_stdout_still_captures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, 'stdout', None)
+    with captured_output() as output:
+        print('kept')
+    assert output.text() == 'kept\n' and sys.stdout is None
