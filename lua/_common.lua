@@ -31,6 +31,7 @@ local K = {
   cron_jobs = PREFIX .. 'cron_jobs',
   cron_job_history = function(name) return PREFIX .. 'cron_job:' .. name .. ':jobs' end,
   dead_letter = function(q) return PREFIX .. 'dead-letter:' .. q end,
+  paused_queues = PREFIX .. 'paused-queues',  -- rqfast's own: names of the queues Queue.pause() paused
   -- RQ 3.0's concurrency rate limits: the set of bare keys in use, a key's config hash, its slots
   rl_keys = PREFIX .. 'rl-keys',
   rl = function(k) return PREFIX .. 'rl:' .. k end,
@@ -452,10 +453,22 @@ local function dead_letter(queue, id, reason, c)
   redis.call('HSET', K.dead_letter(queue), id, c.now_text .. ' ' .. reason)
 end
 
+-- The queues paused by Queue.pause(), as a lookup table, read once per call (kept in c.paused):
+-- one SCARD when none is paused, the usual case.
+local function paused_queues(c)
+  if c.paused == nil then
+    c.paused = {}
+    if redis.call('SCARD', K.paused_queues) > 0 then
+      for _, q in ipairs(redis.call('SMEMBERS', K.paused_queues)) do c.paused[q] = true end
+    end
+  end
+  return c.paused
+end
+
 -- Pops and starts the first available job from `queues` (in the order given). Ids without a
 -- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
 -- c.max_id_len are dead-lettered (returned flat: queue, id, reason, ...); at most c.max_dropped of both per
--- call. With <prefix>suspended set, claims nothing.
+-- call. With <prefix>suspended set, claims nothing; a queue in <prefix>paused-queues is skipped.
 -- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1,
 --   dead-lettered ids (flat: queue, id, reason, ...)}.
 local function claim_next(queues, w, x, c)
@@ -464,8 +477,9 @@ local function claim_next(queues, w, x, c)
   if not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
     return {false, false, false, dropped, 1, dead}
   end
+  local paused = paused_queues(c)
   for _, queue in ipairs(queues) do
-    while true do
+    while not paused[queue] do
       local id = redis.call('LPOP', K.queue(queue))
       if not id then break end
       local unusable = unusable_id(id, c.max_id_len)

@@ -1,5 +1,6 @@
 -- claim_job.lua: claim the next job for a worker (the worker's first claim, and every claim
--- after it was idle). One call: pop from the first non-empty queue, mark the job started.
+-- after it was idle). One call: pop from the first non-empty queue that is not paused, mark the job
+-- started.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
@@ -26,6 +27,14 @@ local queues = r.list()
 
 local resumed = resumed_claim(w, x)
 if resumed then return resumed end
+
+-- A queue paused since the blocking move took the id: the id goes back to the head of its queue.
+if moved_id ~= '' and paused_queues(c)[moved_queue] then
+  if redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
+    redis.call('LPUSH', K.queue(moved_queue), moved_id)
+  end
+  moved_id = ''
+end
 
 -- The moved id is claimed only while it is still in the intermediate list: maintenance puts an
 -- id stranded there for a minute back on its queue, and it must not be both queued and started.

@@ -4,13 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
 from redis import Redis
 
 from .defaults import DEFAULT_RESULT_TTL, rq2_compat
-from .job import Retry
+from .job import Job, Retry
 from .queue import Queue
+
+P = ParamSpec('P')
+R = TypeVar('R')
+R_co = TypeVar('R_co', covariant=True)
+
+
+class JobFunction(Protocol, Generic[P, R_co]):
+    """What `@job` returns for type checkers: the function itself, and `delay`/`enqueue` taking its parameters.
+
+    At run time it is the decorated function with two attributes, as in RQ. `delay` also takes RQ's
+    per-call `job_id=`, `depends_on=` and `at_front=`; a type checker sees only the function's own
+    parameters there (pass those options through `Queue.enqueue` instead to keep them checked).
+    """
+
+    __name__: str
+    __qualname__: str
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def delay(self, *args: P.args, **kwargs: P.kwargs) -> Job: ...
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Job: ...
 
 
 class job:  # noqa: N801 - RQ's name
@@ -34,6 +56,7 @@ class job:  # noqa: N801 - RQ's name
         on_success: Any = None,
         on_stopped: Any = None,
         webhooks: Any = None,
+        capture_output: bool = False,
     ):
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
@@ -49,12 +72,13 @@ class job:  # noqa: N801 - RQ's name
             on_success=on_success,
             on_stopped=on_stopped,
             webhooks=webhooks,
+            capture_output=capture_output,
         )
         self.depends_on, self.at_front = depends_on, at_front
 
-    def __call__(self, f: Callable[..., Any]) -> Callable[..., Any]:
+    def __call__(self, f: Callable[P, R]) -> JobFunction[P, R]:
         @wraps(f)
-        def delay(*args: Any, **kwargs: Any) -> Any:
+        def delay(*args: Any, **kwargs: Any) -> Job:
             queue = self.queue
             if isinstance(queue, str):
                 queue = self.queue_class(name=queue, connection=self.connection)
@@ -73,4 +97,4 @@ class job:  # noqa: N801 - RQ's name
 
         f.delay = delay  # type: ignore[attr-defined]
         f.enqueue = delay  # type: ignore[attr-defined]
-        return f
+        return cast(JobFunction[P, R], f)

@@ -85,6 +85,8 @@ MAX_BACKOFF = 2  # cap, in seconds, of every retry-with-backoff loop while Redis
 HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the worker SIGKILLs it
 HORSE_STANDBY = 10  # seconds a horse that reported waits for its worker to record the outcome (or die)
 RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>
+RETRY_EXPONENTIAL_CAP = 3600  # Retry.exponential's default longest delay, in seconds
+OUTPUT_CAP = 64 * 1024  # characters of a capture_output job's output kept per run; the rest is counted and marked
 # A worker with concurrency > 1 and jobs in flight looks at its empty queues again this often (s) for
 # its free slots (a finishing job claims for them at no cost; an idle worker blocks instead).
 CONCURRENT_POLL_INTERVAL = 0.1

@@ -80,6 +80,7 @@ class EnqueueArgs(NamedTuple):
     kwargs: Any
     webhooks: Any
     rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
+    capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
 
 
 _OPTION_NAMES = (

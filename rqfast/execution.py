@@ -32,8 +32,28 @@ def run_job(
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
     if tracing.ENABLED:  # (opentelemetry installed): the run in a consumer span, child of the enqueue's
         with tracing.consumer_span(job) as span:
-            return tracing.ended(span, _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock))
-    return _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+            return tracing.ended(
+                span, _run_job_output(job, death_penalty_class, exception_handlers, default_timeout, clock)
+            )
+    return _run_job_output(job, death_penalty_class, exception_handlers, default_timeout, clock)
+
+
+def _run_job_output(
+    job: Job,
+    death_penalty_class: type[BaseDeathPenalty],
+    exception_handlers: Sequence[ExceptionHandler],
+    default_timeout: int,
+    clock: Callable[[], datetime],
+) -> Outcome:
+    """The run, with its output captured when the job asks for it (capture_output=True)."""
+    if not job.capture_output:
+        return _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+    from .capture import captured_output  # here: only a job that asks for it pays for its import
+
+    with captured_output() as output:
+        outcome = _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
+    outcome.output = output.text()
+    return outcome
 
 
 def _run_job(
@@ -71,8 +91,21 @@ async def run_job_async(
     """
     if tracing.ENABLED:
         with tracing.consumer_span(job) as span:
-            return tracing.ended(span, await _run_job_async(job, exception_handlers, default_timeout, clock))
-    return await _run_job_async(job, exception_handlers, default_timeout, clock)
+            return tracing.ended(span, await _run_job_async_output(job, exception_handlers, default_timeout, clock))
+    return await _run_job_async_output(job, exception_handlers, default_timeout, clock)
+
+
+async def _run_job_async_output(
+    job: Job, exception_handlers: Sequence[ExceptionHandler], default_timeout: int, clock: Callable[[], datetime]
+) -> Outcome:
+    if not job.capture_output:
+        return await _run_job_async(job, exception_handlers, default_timeout, clock)
+    from .capture import captured_output  # as in run_job
+
+    with captured_output() as output:  # (the task's own context: other tasks' output is not captured)
+        outcome = await _run_job_async(job, exception_handlers, default_timeout, clock)
+    outcome.output = output.text()
+    return outcome
 
 
 async def _run_job_async(

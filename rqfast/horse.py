@@ -61,10 +61,11 @@ class Report:
         last_heartbeat: datetime | None = None,
         module: str = '',  # where the job's function lives: the next horse may import it while it waits
         func_name: str = '',  # the job's function, for the worker's log (the worker never deserializes the call)
+        output: str | None = None,  # what the job printed (capture_output=True), else None
     ) -> None:
         self.kind, self.value, self.exc_string = kind, value, exc_string
         self.started_at, self.ended_at, self.last_heartbeat = started_at, ended_at, last_heartbeat
-        self.module, self.func_name = module, func_name
+        self.module, self.func_name, self.output = module, func_name, output
 
 
 # --- reports (the pipes' framing is in pipes.py)
@@ -80,6 +81,7 @@ def encode_report(report: Report) -> bytes:
         report.last_heartbeat,
         report.module,
         report.func_name,
+        report.output,
     )
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
@@ -159,7 +161,7 @@ def report_of(job: Any, outcome: Outcome) -> Report:
         value = serialize_return_value(job.serializer, value)
     module, func_name = _function_of(job)
     times = (job.started_at, job.ended_at, job.last_heartbeat)
-    return Report(outcome.kind.value, value, outcome.exc_string, *times, module, func_name)
+    return Report(outcome.kind.value, value, outcome.exc_string, *times, module, func_name, outcome.output)
 
 
 def _function_of(job: Any) -> tuple[str, str]:

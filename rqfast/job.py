@@ -297,6 +297,12 @@ class Job(JobRun):
 
         return Result.fetch_latest(self, serializer=self.serializer, timeout=timeout)
 
+    @property
+    def output(self) -> str | None:
+        """What the latest run printed, when enqueued with capture_output=True (its latest result's `output`)."""
+        result = self.latest_result()
+        return result.output if result is not None else None
+
     def return_value(self, refresh: bool = False) -> Any:
         if refresh or not self._cached_result:
             self._cached_result = self.latest_result()

@@ -267,6 +267,7 @@ class JobRecord:
     allow_dependency_failures: bool | None = _stored(FLAG)
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
     _rqfast_trace: str | None = _stored(NONEMPTY_TEXT)  # rqfast's: the enqueuer's W3C traceparent (tracing.py)
+    capture_output: bool = _stored(TRUE_FLAG, False)  # rqfast's own (additive): the worker captures its output
 
     @property
     def has_rate_limit(self) -> bool:

@@ -68,6 +68,28 @@ class JobRun(JobSpec):
             _current_job.reset(token)
         return self._result
 
+    # --- progress: rqfast's own `progress` field of the job hash (RQ ignores it)
+
+    def set_progress(self, value: Any) -> None:
+        """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET."""
+        import json  # here, as in jobhash.py: a spawned child whose job reports no progress never imports it
+
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f'set_progress: a JSON value (number, text, list, dict...) is needed, got {value!r}'
+            ) from exc
+        self.connection.hset(self.key, 'progress', encoded)
+
+    @property
+    def progress(self) -> Any:
+        """The value the job last gave set_progress(), read from Redis now (None before any)."""
+        import json
+
+        stored = self.connection.hget(self.key, 'progress')
+        return None if stored is None else json.loads(stored)
+
     def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
         """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
 

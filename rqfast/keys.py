@@ -18,6 +18,7 @@ PREFIX = RQ_KEY_PREFIX + ':'  # 'rq:' unless RQ_KEY_PREFIX is set (RQ 3.0's sett
 QUEUES = f'{PREFIX}queues'  # set of queue keys
 WORKERS = f'{PREFIX}workers'  # set of worker keys
 SUSPENDED = f'{PREFIX}suspended'
+PAUSED_QUEUES = f'{PREFIX}paused-queues'  # rqfast's own: set of the names of paused queues (Queue.pause())
 GROUPS = f'{PREFIX}groups'
 GROUP_CLEANING_LOCK = f'{PREFIX}clean_groups'  # RQ 3.0's: one worker cleans the groups per maintenance window
 

@@ -24,14 +24,24 @@ class OutcomeKind(str, Enum):
 class Outcome:
     """How a run ended: `value` is the return value (SUCCESS), the Retry (RETRY) or the field resets (POISON).
 
+    `output`: what the job printed, when it was enqueued with capture_output=True (else None).
+
     A plain class, not a dataclass: generating its methods would cost every spawned child's import.
     """
 
-    def __init__(self, kind: OutcomeKind | str, value: Any = None, exc_string: str = '', exc_info: Any = None) -> None:
+    def __init__(
+        self,
+        kind: OutcomeKind | str,
+        value: Any = None,
+        exc_string: str = '',
+        exc_info: Any = None,
+        output: str | None = None,
+    ) -> None:
         self.kind = kind if type(kind) is OutcomeKind else OutcomeKind(kind)
         self.value = value
         self.exc_string = exc_string
         self.exc_info = exc_info
+        self.output = output
 
     def __repr__(self) -> str:
         return f'Outcome({", ".join(f"{name}={value!r}" for name, value in vars(self).items())})'

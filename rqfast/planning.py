@@ -94,6 +94,8 @@ def plan(
         if disable_default_exception_handler and result.registry == 'failed':  # RQ only sets the status then
             status = result.fields['status']
             result = Plan(release_as=result.release_as, counter=result.counter, fields={'status': status})
+    if outcome.output is not None and result.stream:  # capture_output=True: rqfast's own field, RQ ignores it
+        result.stream['output'] = outcome.output
     return result
 
 

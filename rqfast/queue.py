@@ -60,7 +60,10 @@ class Queue(DependentsQueue):
         webhooks: Sequence[Any] | None = None,
         group_id: str | None = None,
         rate_limit: RateLimit | None = None,
+        capture_output: bool = False,
     ) -> Job:
+        if not isinstance(capture_output, bool):
+            raise TypeError(f'capture_output must be True or False, not {capture_output!r}')
         timeout = parse_timeout(timeout)
         if timeout is None:
             timeout = self._default_timeout
@@ -98,6 +101,7 @@ class Queue(DependentsQueue):
             job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
         if rate_limit is not None:
             job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
+        job.capture_output = capture_output
         return job
 
     @classmethod
@@ -108,6 +112,7 @@ class Queue(DependentsQueue):
         webhooks = kwargs.pop('webhooks', None)
         # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
         rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
+        capture_output = kwargs.pop('capture_output', False)  # rqfast's own option (docs/features.md)
         if 'args' in kwargs or 'kwargs' in kwargs:
             if args:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
@@ -134,6 +139,7 @@ class Queue(DependentsQueue):
             kwargs,
             webhooks,
             rate_limit,
+            capture_output,
         )
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
@@ -162,6 +168,7 @@ class Queue(DependentsQueue):
         unique: bool = False,
         webhooks: Sequence[Any] | None = None,
         rate_limit: RateLimit | None = None,
+        capture_output: bool = False,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
@@ -185,6 +192,7 @@ class Queue(DependentsQueue):
             on_stopped=on_stopped,
             webhooks=webhooks,
             rate_limit=rate_limit,
+            capture_output=capture_output,
         )
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import total_ordering
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import keys, registry, scripts, security
+from . import keys, registry, scripts, security, suspension
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL, rq2_compat
 from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
@@ -241,6 +241,20 @@ class BaseQueue:
             self._redis_server_version = tuple(int(part) for part in version.split('.')[:3])
         return self._redis_server_version
 
+    # --- pausing: rqfast's own (the set rq:paused-queues); RQ's workers do not read it and keep taking jobs
+
+    def pause(self) -> None:
+        """rqfast workers start none of this queue's jobs from now on (started ones finish); enqueueing goes on."""
+        suspension.pause_queue(self.connection, self.name)
+
+    def resume(self) -> None:
+        """Undo pause(): workers take this queue's jobs again (an idle worker's next claim, within IDLE_WAKEUP s)."""
+        suspension.resume_queue(self.connection, self.name)
+
+    @property
+    def is_paused(self) -> bool:
+        return suspension.is_queue_paused(self.connection, self.name)
+
     # --- RQ's dequeueing helpers, for tools that call them; workers claim jobs through the engine's scripts
 
     def push_job_id(self, job_id: str, pipeline: Any = None, at_front: bool = False) -> None:
@@ -344,6 +358,7 @@ class BaseQueue:
             self.empty()
         with self.connection.pipeline() as pipe:
             pipe.srem(keys.QUEUES, self.key)
+            pipe.srem(keys.PAUSED_QUEUES, self.name)
             pipe.delete(self.key)
             pipe.execute()
 

@@ -49,6 +49,7 @@ class Result:
         execution_id: str | None = None,
         execution_started_at: datetime | None = None,
         execution_ended_at: datetime | None = None,
+        output: str | None = None,
     ):
         self.job_id = job_id
         self.type = type
@@ -62,6 +63,7 @@ class Result:
         self.execution_id = execution_id
         self.execution_started_at = execution_started_at
         self.execution_ended_at = execution_ended_at
+        self.output = output  # what the job printed (enqueued with capture_output=True); rqfast's own field
 
     def __repr__(self) -> str:
         return f'Result(id={self.id}, type={self.Type(self.type).name})'
@@ -209,6 +211,8 @@ class Result:
             data['execution_started_at'] = repr(self.execution_started_at.timestamp())
         if self.execution_ended_at:
             data['execution_ended_at'] = repr(self.execution_ended_at.timestamp())
+        if self.output is not None:
+            data['output'] = self.output
         return data
 
     # --- reading
@@ -273,6 +277,7 @@ class Result:
             execution_id=as_text(fields['execution_id']) if fields.get('execution_id') else None,
             execution_started_at=from_epoch(float(started)) if started else None,
             execution_ended_at=from_epoch(float(ended)) if ended else None,
+            output=as_text(fields['output']) if 'output' in fields else None,
         )
 
 

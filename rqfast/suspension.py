@@ -1,4 +1,7 @@
-"""Suspending every worker on a Redis (RQ's `rq:suspended` flag): jobs in hand finish, no new ones start."""
+"""Suspending every worker on a Redis (RQ's `rq:suspended` flag), or pausing one queue (rqfast's `rq:paused-queues`).
+
+Either way jobs in hand finish and no new ones start; the claim scripts check both in the call that claims.
+"""
 
 from __future__ import annotations
 
@@ -32,3 +35,22 @@ def suspend(connection: Redis, ttl: int | None = None) -> None:
 def resume(connection: Redis) -> int:
     """End a suspension; the number of keys deleted (1 if workers were suspended), as RQ returns."""
     return int(connection.delete(keys.SUSPENDED))
+
+
+def pause_queue(connection: Redis, queue: str) -> bool:
+    """Stop rqfast workers starting jobs from `queue` (it still takes enqueues); True if it was not paused."""
+    return bool(connection.sadd(keys.PAUSED_QUEUES, queue))
+
+
+def resume_queue(connection: Redis, queue: str) -> bool:
+    """Let workers take `queue`'s jobs again; True if it was paused."""
+    return bool(connection.srem(keys.PAUSED_QUEUES, queue))
+
+
+def is_queue_paused(connection: Redis, queue: str) -> bool:
+    return bool(connection.sismember(keys.PAUSED_QUEUES, queue))
+
+
+def paused_queues(connection: Redis) -> set[str]:
+    """The names of every paused queue."""
+    return {m.decode() if isinstance(m, bytes) else str(m) for m in connection.smembers(keys.PAUSED_QUEUES)}

@@ -48,6 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'security',
             'pipes',
             'tracing',
+            'capture',
         ],
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),

@@ -153,3 +153,43 @@ def raising_callback(job: Any, connection: Any, *args: Any) -> None:
 
 async def coroutine_callback(job: Any, connection: Any, *args: Any) -> None:
     return None
+
+
+def print_lines(count: int = 2, text: str = 'line', to_stderr: bool = False) -> int:
+    """Prints `count` numbered lines (to stderr too when asked); for capture_output."""
+    import sys
+
+    for i in range(count):
+        print(f'{text} {i}')
+        if to_stderr:
+            print(f'{text} {i} on stderr', file=sys.stderr)
+    return count
+
+
+def print_then_fail(text: str = 'about to fail') -> None:
+    print(text)
+    raise CustomError(text)
+
+
+def print_slowly(name: str, count: int) -> int:
+    """Prints `count` lines with short sleeps, so concurrent jobs' prints interleave."""
+    for i in range(count):
+        print(name, i)
+        time.sleep(0.002)
+    return count
+
+
+async def async_print_slowly(name: str, count: int) -> int:
+    """print_slowly as a coroutine: concurrent tasks on one event loop interleave their prints."""
+    for i in range(count):
+        print(name, i)
+        await asyncio.sleep(0.002)
+    return count
+
+
+def report_progress(*values: Any) -> int:
+    """Calls set_progress with each value in turn, from inside the job; returns how many."""
+    job = _current_job()
+    for value in values:
+        job.set_progress(value)
+    return len(values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..version import VERSION
-from .admin import empty, requeue, resume, suspend
+from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
 from .enqueue import enqueue
@@ -21,7 +21,21 @@ def main() -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
 
 
-for command in (worker, worker_pool, info, empty, requeue, enqueue, suspend, resume, cron, metrics, worker_alive):
+for command in (
+    worker,
+    worker_pool,
+    info,
+    empty,
+    requeue,
+    enqueue,
+    suspend,
+    resume,
+    pause,
+    unpause,
+    cron,
+    metrics,
+    worker_alive,
+):
     main.add_command(command)
 
 __all__ = ['cron', 'enqueue', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']

@@ -1,4 +1,7 @@
-"""`rqfast suspend`, `resume`, `empty` and `requeue`: RQ's commands of those names, same keys, same output."""
+"""`rqfast suspend`, `resume`, `empty` and `requeue`: RQ's commands of those names, same keys, same output.
+
+`rqfast pause` and `unpause` are rqfast's own: one queue at a time (rq:paused-queues; RQ's workers ignore it).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import click
 
 from ..exceptions import InvalidJobOperation, InvalidJobOperationError, NoSuchJobError
 from ..registry import FailedJobRegistry
+from ..suspension import pause_queue, resume_queue
 from ..suspension import resume as resume_workers
 from ..suspension import suspend as suspend_workers
 from .config import CliConfig, pass_cli_config
@@ -38,6 +42,29 @@ def resume(cli_config: CliConfig) -> None:
     """Resumes processing of queues, that were suspended with `rqfast suspend` (or `rq suspend`)"""
     resume_workers(cli_config.connection)
     click.echo('Resuming workers.')
+
+
+@click.command()
+@click.argument('queues', nargs=-1, required=True)
+@pass_cli_config
+def pause(cli_config: CliConfig, queues: tuple[str, ...]) -> None:
+    """Pause the given queues: rqfast workers start none of their jobs (running ones finish) until `rqfast unpause`.
+
+    Workers of rq itself do not know about paused queues and keep taking their jobs.
+    """
+    for name in queues:
+        pause_queue(cli_config.connection, name)
+        click.echo(f'Paused queue {name}.  No new jobs will be started from it by rqfast workers.')
+
+
+@click.command()
+@click.argument('queues', nargs=-1, required=True)
+@pass_cli_config
+def unpause(cli_config: CliConfig, queues: tuple[str, ...]) -> None:
+    """Unpause queues paused with `rqfast pause` (or Queue.pause())."""
+    for name in queues:
+        resume_queue(cli_config.connection, name)
+        click.echo(f'Unpaused queue {name}.')
 
 
 @click.command()

@@ -21,6 +21,7 @@ from redis import Redis
 from ..queue import Queue
 from ..registry import clean_registries
 from ..status import WorkerStatus
+from ..suspension import paused_queues
 from ..worker import BaseWorker
 from ..worker_registration import clean_worker_registry
 from .config import CliConfig, pass_cli_config
@@ -65,17 +66,24 @@ def _registries(queue: Queue) -> str:
 def show_queues(
     queues: Sequence[Queue], raw: bool, by_queue: bool, queue_class: Any, worker_class: Any, connection: Redis
 ) -> None:
-    """One line per queue: a bar chart (unless raw), its length and its registries' counts; then the total."""
+    """One line per queue: a bar chart (unless raw), its length and its registries' counts; then the total.
+
+    A paused queue (Queue.pause(), `rqfast pause`) shows "(paused)" after its name (raw: ", paused" at the end).
+    """
     counts = {queue.name: queue.count for queue in queues}
+    paused = paused_queues(connection) if queues else set()
     chart_width = min(20, get_terminal_size().columns - 20)
     ratio = chart_width / get_scale(max(counts.values(), default=0))
     for queue in queues:
         count = counts[queue.name]
         if raw:
-            click.echo(f'queue {queue.name} {count}, {_registries(queue)}')
+            click.echo(
+                f'queue {queue.name} {count}, {_registries(queue)}' + (', paused' if queue.name in paused else '')
+            )
         else:
             chart = green('|' + '█' * int(ratio * count))
-            click.echo(f'{queue.name:<12} {chart} {count}, {_registries(queue)}')
+            name = f'{queue.name} (paused)' if queue.name in paused else queue.name
+            click.echo(f'{name:<12} {chart} {count}, {_registries(queue)}')
     if not raw:
         click.echo(f'{len(queues)} queues, {sum(counts.values())} jobs total')
 

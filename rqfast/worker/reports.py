@@ -65,7 +65,7 @@ def reported_outcome(job: Job, report: Report) -> Outcome:
     if kind is OutcomeKind.SUCCESS and value is not None:
         job.serializer = _PassSerialized(job.serializer)
         value = _Serialized(value)
-    return Outcome(kind, value, report.exc_string)
+    return Outcome(kind, value, report.exc_string, output=report.output)
 
 
 def terminated_exc_string(status: int) -> str:

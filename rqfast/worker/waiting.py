@@ -4,7 +4,8 @@ One queue: BLMOVE from the queue into its intermediate list (RQ's own list), and
 takes it from there. Several queues: one BLMOVE per queue, each on its own connection, sent at
 once; the first to answer wins, the others are unblocked (CLIENT UNBLOCK) and any id they moved
 in the meantime is put back at the head of its queue. An id is always in a queue, an
-intermediate list or the started registry.
+intermediate list or the started registry. Paused queues (Queue.pause()) are left out of the wait;
+with every queue paused the worker just sleeps the wait out, then claims (and checks) again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from redis import Redis
 
-from .. import keys, workerscripts
+from .. import keys, suspension, workerscripts
 from ..text import as_text
 
 
@@ -70,19 +71,24 @@ class Waiter:
 
     def wait(self, timeout: int) -> tuple[str, str] | None:
         """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
+        paused = suspension.paused_queues(self.connection)
+        active = [i for i, queue in enumerate(self.queues) if queue not in paused]
+        if not active:
+            time.sleep(timeout)  # every queue paused: resume() is seen by the next claim
+            return None
         if type(self.connection).__module__.startswith('fakeredis'):
-            return self._wait_fake(timeout)
+            return self._wait_fake(timeout, active)
         try:
             self._ensure_connections()
-            return self._wait_many(timeout)
+            return self._wait_many(timeout, active)
         except BaseException:
             self.close()  # a connection with a reply pending is of no further use
             raise
 
-    def _wait_fake(self, timeout: int) -> tuple[str, str] | None:
+    def _wait_fake(self, timeout: int, active: list[int]) -> tuple[str, str] | None:
         """fakeredis has no sockets to wait on: a short blocking move per queue in turn."""
-        share: Any = max(timeout / len(self.queues), 0.1)  # fakeredis takes fractions of a second
-        for queue in self.queues:
+        share: Any = max(timeout / len(active), 0.1)  # fakeredis takes fractions of a second
+        for queue in (self.queues[i] for i in active):
             job_id = self.connection.blmove(
                 keys.queue_key(queue),
                 keys.intermediate_queue_key(queue),
@@ -94,13 +100,14 @@ class Waiter:
                 return queue, as_text(job_id)
         return None
 
-    def _wait_many(self, timeout: int) -> tuple[str, str] | None:
-        for queue, conn in zip(self.queues, self._connections, strict=True):
-            conn.send_command(
+    def _wait_many(self, timeout: int, active: list[int]) -> tuple[str, str] | None:
+        for index in active:
+            queue = self.queues[index]
+            self._connections[index].send_command(
                 'BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT', timeout
             )
-        pending = dict(enumerate(self._connections))
-        ready, _, _ = select.select([conn._sock for conn in self._connections], [], [], timeout + 1)
+        pending = {index: self._connections[index] for index in active}
+        ready, _, _ = select.select([conn._sock for conn in pending.values()], [], [], timeout + 1)
         moved: list[tuple[str, str]] = []
         ready_socks = set(ready)
         for index, conn in list(pending.items()):

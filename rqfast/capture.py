@@ -1,0 +1,102 @@
+"""A job's captured output (`enqueue(..., capture_output=True)`): what it prints, kept with its result.
+
+sys.stdout and sys.stderr are swapped for a proxy while at least one capture is open; each write goes
+to the buffer of the context (thread or asyncio task) that opened the capture, and everything else
+to the stream that was there before. So at concurrency > 1 each job gets only its own output.
+Python-level writes only: a subprocess or C code writing to file descriptor 1 or 2 is not captured.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from .defaults import OUTPUT_CAP
+
+TRUNCATED = '\n[rqfast: output truncated, {} more characters]\n'
+
+_buffer: contextvars.ContextVar[Buffer | None] = contextvars.ContextVar('rqfast_output', default=None)
+_lock = threading.Lock()
+_open = 0  # captures open in this process (the proxies are in place while it is above 0)
+
+
+class Buffer:
+    """A run's output up to `cap` characters, then only a count of the rest."""
+
+    def __init__(self, cap: int = OUTPUT_CAP) -> None:
+        self.cap, self.size, self.dropped = cap, 0, 0
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        room = self.cap - self.size
+        if len(text) > room:
+            self.dropped += len(text) - max(room, 0)
+            text = text[: max(room, 0)]
+        if text:
+            self.parts.append(text)
+            self.size += len(text)
+
+    def text(self) -> str:
+        joined = ''.join(self.parts)
+        return joined + TRUNCATED.format(self.dropped) if self.dropped else joined
+
+
+class _Proxy:
+    """Stands in for sys.stdout or sys.stderr: the writes of a capturing context go to its buffer."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream  # None when the process has no such stream (sys.stdout is None)
+
+    def write(self, text: str) -> int:
+        buffer = _buffer.get()
+        if buffer is None:
+            return self._stream.write(text) if self._stream is not None else len(text)  # (None: print drops it)
+        buffer.write(str(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if _buffer.get() is None and self._stream is not None:
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty...: the real stream's
+        return getattr(self._stream, name)
+
+
+def _install() -> None:
+    global _open
+    with _lock:
+        if _open == 0:
+            sys.stdout, sys.stderr = _Proxy(sys.stdout), _Proxy(sys.stderr)
+        _open += 1
+
+
+def _uninstall() -> None:
+    global _open
+    with _lock:
+        _open -= 1
+        if _open == 0:
+            for name in ('stdout', 'stderr'):
+                stream = getattr(sys, name)
+                if isinstance(stream, _Proxy):  # unless someone replaced it meanwhile
+                    setattr(sys, name, stream._stream)
+
+
+@contextmanager
+def captured_output(cap: int = OUTPUT_CAP) -> Iterator[Buffer]:
+    """Capture this context's writes to sys.stdout and sys.stderr (interleaved, as on a terminal)."""
+    buffer = Buffer(cap)
+    _install()
+    token = _buffer.set(buffer)
+    try:
+        yield buffer
+    finally:
+        _buffer.reset(token)
+        _uninstall()
