@@ -89,4 +89,6 @@ def test_rqfast_reads_a_busy_rq3_worker_from_its_index(connection: redis.Redis) 
     assert seen.get_current_job_id() == job.id
     assert seen.get_current_job().id == job.id
     connection.delete(keys.execution_key(job.id, 'x1'))
+    assert seen.get_current_job_id() == job.id  # RQ 3.0's: the executions read are cached until refreshed
+    assert seen.get_current_executions(refresh=True) == []
     assert seen.get_current_job_id() is None

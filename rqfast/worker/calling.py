@@ -141,6 +141,9 @@ class HookCalling:
     name: str
     log: logging.Logger
     execution: Any
+    _local_execution: Callable[[], Any]  # RQWorkerAPI's
+    _held_executions: Callable[[], dict[str, Any]]  # RQWorkerAPI's
+    _end_execution: Callable[[Any], None]  # RQWorkerAPI's
     _calls: HookCalls | None = None  # how each hook is called, read when the worker starts
     _in_hand_for: Callable[[Job, Any], JobInHand]
     _record_outcome: Callable[[Job, Any, Outcome], None]
@@ -206,7 +209,7 @@ class HookCalling:
         """The job's current execution (rqfast's Execution), as RQ 3.0's hooks get it."""
         if in_hand.execution is None:
             claim = in_hand.claim
-            current = self.execution
+            current = self._local_execution()
             if current is not None and current.job_id == job.id and current.id == claim.execution_id:
                 in_hand.execution = current
             else:

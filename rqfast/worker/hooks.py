@@ -73,7 +73,7 @@ class JobHooks(HookCalling):
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]
     _hands: threading.local | None = None  # the job in hand, per thread (a worker at concurrency > 1 has several)
-    execution: Any  # Stepwise's: what prepare_execution made, for a job driven by hand
+    execution: Any  # RQWorkerAPI's: what prepare_execution made, for a job driven by hand
     _is_horse = False
     uses_hooks = False
     execute: Callable[..., Outcome]  # the worker class's
@@ -191,7 +191,7 @@ class JobHooks(HookCalling):
         prepare_execution made for it, if any."""
         if self._in_hand is None or self._in_hand.claim.job_id != job.id:
             name = getattr(queue, 'name', None) or job.origin
-            execution = self.execution
+            execution = self._local_execution()
             execution_id = execution.id if execution is not None and execution.job_id == job.id else ''
             started_at = job.started_at or clock(None)()
             self._in_hand = JobInHand(engine.Claim(job.id, name, execution_id, started_at=started_at))
@@ -207,8 +207,7 @@ class JobHooks(HookCalling):
                 self._log_completed(job)
             return
         self._finish(job, in_hand.claim, outcome, False, in_hand.now)
-        if self.execution is not None and self.execution.id == in_hand.claim.execution_id:
-            self.execution = None  # ended (RQ's cleanup_execution)
+        self._held_executions().pop(in_hand.claim.execution_id, None)  # ended (RQ's cleanup_execution)
         if outcome.kind is OutcomeKind.SUCCESS:
             self._log_completed(job)
 
@@ -231,8 +230,7 @@ class JobHooks(HookCalling):
                 raise
         finally:
             self._in_hand = None
-            if self.execution is in_hand.execution:
-                self.execution = None
+            self._end_execution(in_hand.execution)
             if self._in_flight.pop(job.id, None) is not None:  # not recorded: no longer this worker's to keep alive
                 self._state = WorkerStatus.IDLE
         return engine.Claim()
