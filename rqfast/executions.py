@@ -16,7 +16,7 @@ from redis import Redis
 
 from . import keys
 from .dates import current_timestamp, from_epoch, now
-from .defaults import HEARTBEAT_GRACE
+from .defaults import HEARTBEAT_GRACE, rq2_compat
 from .job import Job
 from .jobspec import parse_job_id
 from .registry import BaseRegistry
@@ -95,13 +95,16 @@ class Execution:
         self.worker_name = as_text(data.get(b'worker_name', b''))
 
     def serialize(self) -> dict[str, str | float]:
-        return {
-            'id': self.id,
-            'job_id': self.job_id,
-            'created_at': self.created_at.timestamp(),
-            'last_heartbeat': self.last_heartbeat.timestamp(),
-            'worker_name': self.worker_name,
-        }
+        """The hash's fields: RQ 3.0's, with job_id (RQ 2.12's without it under RQFAST_COMPAT=2.12)."""
+        fields: dict[str, str | float] = {'id': self.id, 'job_id': self.job_id}
+        if rq2_compat():
+            del fields['job_id']
+        fields.update(
+            created_at=self.created_at.timestamp(),
+            last_heartbeat=self.last_heartbeat.timestamp(),
+            worker_name=self.worker_name,
+        )
+        return fields
 
     # --- writes, queued into the caller's pipeline (RQ's API); rqfast's worker writes these in its scripts
 
