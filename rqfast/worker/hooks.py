@@ -121,7 +121,7 @@ class JobHooks(HookCalling):
 
     def perform_job(self, job: Job, queue: Any, execution: Any = None) -> bool:
         """Run the job in this process, then handle_job_success, _failure or _retry; True unless it failed."""
-        in_hand = self._in_hand_for(job, queue, execution if execution is not None else self._local_execution())
+        in_hand = self._in_hand_for(job, queue, execution)
         outcome = in_hand.ran = self._run(job, in_hand.now, in_hand.penalty)
         return self._handle_outcome(job, queue, outcome, log=not self._is_horse)
 
@@ -187,14 +187,14 @@ class JobHooks(HookCalling):
         except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
             return fail_job(job, sys.exc_info(), penalty, handlers, clock(now))
 
-    def _in_hand_for(self, job: Job, queue: Any, execution: Any = None) -> JobInHand:
+    def _in_hand_for(self, job: Job, queue: Any, execution: Any = None, given: bool = False) -> JobInHand:
         """The claim being run; for a job called in directly (or again, once recorded), one of its own,
-        ending the execution passed (RQ 3.0's `execution=`); without one, under RQ 2.12, the one
-        prepare_execution made for it, if any (2.12's hooks end the worker's execution)."""
+        ending `execution`, else (unless `given`: the hooks' RQ 3.0 `execution=`, None meaning none)
+        the one prepare_execution made for it, if any."""
         in_hand = self._in_hand
         if in_hand is None or in_hand.claim.job_id != job.id or (in_hand.by_hand and in_hand.recorded is not None):
             name = getattr(queue, 'name', None) or job.origin
-            if execution is None and rq2_compat():
+            if execution is None and not given:
                 execution = self._local_execution()
             execution_id = execution.id if execution is not None and execution.job_id == job.id else ''
             started_at = job.started_at or clock(None)()
@@ -205,7 +205,8 @@ class JobHooks(HookCalling):
         return in_hand
 
     def _record_outcome(self, job: Job, queue: Any, outcome: Outcome, execution: Any = None) -> None:
-        in_hand = self._in_hand_for(job, queue, execution)
+        # handle_job_*(execution=None) by hand: RQ 3.0 ends no execution, RQ 2.12 the worker's
+        in_hand = self._in_hand_for(job, queue, execution, given=not rq2_compat())
         in_hand.recorded = outcome
         if self._is_horse:
             return  # the worker records what the horse reports
