@@ -16,7 +16,7 @@ from redis import Redis
 
 from . import keys
 from .dates import current_timestamp, from_epoch, now
-from .defaults import HEARTBEAT_GRACE
+from .defaults import HEARTBEAT_GRACE, rq2_compat
 from .job import Job
 from .jobspec import parse_job_id
 from .registry import BaseRegistry
@@ -88,28 +88,39 @@ class Execution:
     def restore(self, data: Any) -> None:
         """Set the fields from the execution hash as read (RQ 3.0's)."""
         self.job_id = as_text(data.get(b'job_id', b'')) or self.job_id
-        self.created_at = from_epoch(float(data[b'created_at']))
-        self.last_heartbeat = from_epoch(float(data[b'last_heartbeat']))
+        if data.get(b'created_at'):  # (a hash without it, partly written: the field as it was)
+            self.created_at = from_epoch(float(data[b'created_at']))
+        if data.get(b'last_heartbeat'):
+            self.last_heartbeat = from_epoch(float(data[b'last_heartbeat']))
         self.worker_name = as_text(data.get(b'worker_name', b''))
 
     def serialize(self) -> dict[str, str | float]:
-        return {
-            'id': self.id,
-            'created_at': self.created_at.timestamp(),
-            'last_heartbeat': self.last_heartbeat.timestamp(),
-            'worker_name': self.worker_name,
-        }
+        """The hash's fields: RQ 3.0's, with job_id (RQ 2.12's without it under RQFAST_COMPAT=2.12)."""
+        fields: dict[str, str | float] = {'id': self.id, 'job_id': self.job_id}
+        if rq2_compat():
+            del fields['job_id']
+        fields.update(
+            created_at=self.created_at.timestamp(),
+            last_heartbeat=self.last_heartbeat.timestamp(),
+            worker_name=self.worker_name,
+        )
+        return fields
 
     # --- writes, queued into the caller's pipeline (RQ's API); rqfast's worker writes these in its scripts
 
     @classmethod
     def create(cls, job: Job, ttl: int, pipeline: Any, worker_name: str = '') -> Execution:
-        """A new execution of `job`: its hash, its entry in the job's executions and in the started registry."""
+        """A new execution of `job`: its hash, its entry in the job's executions and in the started registry,
+        and with a worker name in that worker's executions index (which the worker's heartbeat keeps)."""
         execution = cls(id=uuid.uuid4().hex, job_id=job.id, connection=job.connection, worker_name=worker_name)
+        execution._job = job
         execution.save(ttl=ttl, pipeline=pipeline)
         ExecutionRegistry(job_id=job.id, connection=job.connection).add(execution=execution, ttl=ttl, pipeline=pipeline)
         started_at = current_timestamp() + ttl
         pipeline.zadd(keys.started_registry_key(job.origin), {execution.composite_key: started_at})
+        if worker_name:
+            pipeline.sadd(execution.worker_executions_key, execution.composite_key)
+            pipeline.expire(execution.worker_executions_key, ttl + HEARTBEAT_GRACE)
         return execution
 
     def save(self, ttl: int, pipeline: Any = None) -> None:
@@ -121,6 +132,8 @@ class Execution:
         pipeline.delete(self.key)
         pipeline.zrem(keys.started_registry_key(job.origin), self.composite_key)
         ExecutionRegistry(job_id=self.job_id, connection=self.connection).remove(execution=self, pipeline=pipeline)
+        if self.worker_name:
+            pipeline.srem(self.worker_executions_key, self.composite_key)
 
     def heartbeat(self, started_job_registry: BaseRegistry, ttl: int, pipeline: Any) -> None:
         """Keep the execution (and its started registry entry) alive for ttl more seconds."""
@@ -129,7 +142,7 @@ class Execution:
         pipeline.expire(self.key, ttl)
         pipeline.zadd(started_job_registry.key, {self.composite_key: current_timestamp() + ttl}, xx=True)
         ExecutionRegistry(job_id=self.job_id, connection=self.connection).add(
-            execution=self, ttl=ttl, pipeline=pipeline
+            execution=self, ttl=ttl, pipeline=pipeline, xx=True
         )
 
 
@@ -147,8 +160,9 @@ class ExecutionRegistry(BaseRegistry):
         score = timestamp if timestamp is not None else current_timestamp()
         self.connection.zremrangebyscore(self.key, 0, score)
 
-    def add(self, execution: Execution, ttl: int, pipeline: Any) -> None:  # type: ignore[override]
-        pipeline.zadd(self.key, {execution.id: current_timestamp() + ttl + HEARTBEAT_GRACE})
+    def add(self, execution: Execution, ttl: int, pipeline: Any, xx: bool = False) -> None:  # type: ignore[override]
+        """The execution alive for `ttl` more seconds (with `xx`, only if it is still listed: never re-added)."""
+        pipeline.zadd(self.key, {execution.id: current_timestamp() + ttl + HEARTBEAT_GRACE}, xx=xx)
         pipeline.expire(self.key, ttl + HEARTBEAT_GRACE)
 
     def remove(self, execution: Execution, pipeline: Any) -> int:  # type: ignore[override]
@@ -185,7 +199,7 @@ def prepare_execution(worker: BaseWorker, job: Job) -> Execution:
         execution = Execution.create(job, ttl, pipeline=pipeline, worker_name=worker.name)
         pipeline.hset(worker.key, 'state', WorkerStatus.BUSY.value)
         pipeline.execute()
-    worker.execution = execution
+    worker.execution = execution  # added to worker.executions
     return execution
 
 

@@ -89,4 +89,46 @@ def test_rqfast_reads_a_busy_rq3_worker_from_its_index(connection: redis.Redis) 
     assert seen.get_current_job_id() == job.id
     assert seen.get_current_job().id == job.id
     connection.delete(keys.execution_key(job.id, 'x1'))
+    assert seen.get_current_job_id() == job.id  # RQ 3.0's: the executions read are cached until refreshed
+    assert seen.get_current_executions(refresh=True) == []
     assert seen.get_current_job_id() is None
+
+
+def test_a_hand_prepared_execution_is_in_the_index_and_in_worker_executions(connection: redis.Redis) -> None:
+    """RQ 3.0's prepare_execution/cleanup_execution by hand: the index, worker.executions and worker.execution."""
+    from rqfast import Worker
+
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.add, 1, 2)
+    worker = Worker([queue], name='w1', connection=connection)
+    first, second = worker.prepare_execution(job), worker.prepare_execution(job)
+    members = {m.decode() for m in connection.smembers(keys.worker_executions_key('w1'))}
+    assert members == {first.composite_key, second.composite_key} and worker.current_execution_count == 2
+    assert worker.executions == {first.id: first, second.id: second}
+    assert connection.hget(first.key, 'job_id') == job.id.encode()
+    assert worker.get_current_job() is first._job is job  # the in-process instance, no fetch
+    with connection.pipeline() as pipeline:
+        worker.cleanup_execution(job, pipeline=pipeline, execution=first)
+        pipeline.execute()
+    assert worker.executions == {second.id: second}
+    assert {m.decode() for m in connection.smembers(keys.worker_executions_key('w1'))} == {second.composite_key}
+    connection.delete(second.key)  # an expired execution: its member is dropped when read
+    assert Worker.find_by_key(worker.key, connection=connection).get_current_executions() == []  # type: ignore[union-attr]
+    assert connection.scard(keys.worker_executions_key('w1')) == 0
+
+
+def test_by_hand_hooks_end_only_the_execution_they_are_given(connection: redis.Redis) -> None:
+    """RQ 3.0: handle_job_failure without execution= leaves the prepared execution to the next hook."""
+    from rqfast import Worker
+
+    queue = Queue('q', connection=connection)
+    job = queue.enqueue(jobs.div_by_zero)
+    worker = Worker([queue], connection=connection)
+    worker.register_birth()
+    execution = worker.prepare_execution(job)
+    worker.handle_job_failure(job, queue)
+    assert connection.exists(execution.key)
+    worker.handle_job_success(job, queue, None, execution)
+    assert not connection.exists(execution.key)
+    worker.refresh()
+    assert (worker.failed_job_count, worker.successful_job_count) == (1, 1)

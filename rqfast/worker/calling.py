@@ -57,6 +57,7 @@ class JobInHand:
     penalty: Any = None
     deliver: Callable[[Outcome], bool] | None = None
     execution: Execution | None = None  # what RQ 3.0's hooks get as `execution` (made when first asked for)
+    by_hand: bool = False  # made for a hook called directly, not by the worker's loop
 
 
 def replaced(worker: Any, name: str) -> bool:
@@ -141,9 +142,12 @@ class HookCalling:
     name: str
     log: logging.Logger
     execution: Any
+    _local_execution: Callable[[], Any]  # RQWorkerAPI's
+    _held_executions: Callable[[], dict[str, Any]]  # RQWorkerAPI's
+    _end_execution: Callable[[Any], None]  # RQWorkerAPI's
     _calls: HookCalls | None = None  # how each hook is called, read when the worker starts
-    _in_hand_for: Callable[[Job, Any], JobInHand]
-    _record_outcome: Callable[[Job, Any, Outcome], None]
+    _in_hand_for: Callable[..., JobInHand]
+    _record_outcome: Callable[..., None]
     _log_job_ok: Callable[[Job], None]
     _log_exception: Callable[..., None]
     perform_job: Callable[..., bool]
@@ -206,7 +210,7 @@ class HookCalling:
         """The job's current execution (rqfast's Execution), as RQ 3.0's hooks get it."""
         if in_hand.execution is None:
             claim = in_hand.claim
-            current = self.execution
+            current = self._local_execution()
             if current is not None and current.job_id == job.id and current.id == claim.execution_id:
                 in_hand.execution = current
             else:

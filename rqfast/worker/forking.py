@@ -221,6 +221,13 @@ class Worker(BaseWorker):
         reported_for, func_name = self._reported_func_name
         return func_name if reported_for == job.id else None
 
+    def _handle_stopped_job(self, job: Job, queue: Any, execution: Any = None) -> None:
+        """RQ 3.0's step for a job stopped by a stop-job command: its stopped callback (whose error is
+        logged, not raised), then the job failed as stopped (rqfast's loop does this in _outcome)."""
+        self.log.warning('Worker %s: job %s stopped by user, moving job to FailedJobRegistry', self.name, job.id)
+        self.run_stopped_callback(job)
+        self.handle_job_failure(job, queue=queue, exc_string=reports.STOPPED_EXC_STRING, execution=execution)
+
     def run_stopped_callback(self, job: Job) -> None:
         """The job's on_stopped callback runs in the worker, under its own timeout, as in RQ."""
         try:

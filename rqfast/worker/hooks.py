@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import engine
+from ..defaults import rq2_compat
 from ..execution import fail_job, run_exception_handlers, run_job
 from ..imports import import_attribute
 from ..job import Job
@@ -73,7 +74,7 @@ class JobHooks(HookCalling):
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]
     _hands: threading.local | None = None  # the job in hand, per thread (a worker at concurrency > 1 has several)
-    execution: Any  # Stepwise's: what prepare_execution made, for a job driven by hand
+    execution: Any  # RQWorkerAPI's: what prepare_execution made, for a job driven by hand
     _is_horse = False
     uses_hooks = False
     execute: Callable[..., Outcome]  # the worker class's
@@ -120,7 +121,7 @@ class JobHooks(HookCalling):
 
     def perform_job(self, job: Job, queue: Any, execution: Any = None) -> bool:
         """Run the job in this process, then handle_job_success, _failure or _retry; True unless it failed."""
-        in_hand = self._in_hand_for(job, queue)
+        in_hand = self._in_hand_for(job, queue, execution)
         outcome = in_hand.ran = self._run(job, in_hand.now, in_hand.penalty)
         return self._handle_outcome(job, queue, outcome, log=not self._is_horse)
 
@@ -128,19 +129,19 @@ class JobHooks(HookCalling):
         """Record the job as finished (its result, dependents, counters), or hand it to the worker from a horse."""
         ran = self._in_hand.ran if self._in_hand is not None else None
         value = ran.value if ran is not None and ran.kind is OutcomeKind.SUCCESS else None
-        self._record_outcome(job, queue, Outcome(OutcomeKind.SUCCESS, value))
+        self._record_outcome(job, queue, Outcome(OutcomeKind.SUCCESS, value), execution)
 
     def handle_job_failure(
         self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = '', execution: Any = None
     ) -> None:
         """Record the job as failed (retried while it has retries left), or hand it to the worker from a horse."""
-        self._record_outcome(job, queue, Outcome(OutcomeKind.FAILURE, exc_string=exc_string))
+        self._record_outcome(job, queue, Outcome(OutcomeKind.FAILURE, exc_string=exc_string), execution)
 
     def handle_job_retry(
         self, job: Job, queue: Any, retry: Any, started_job_registry: Any = None, execution: Any = None
     ) -> None:
         """A job that returned a Retry: run again (requeued or scheduled), or failed once retry.max is reached."""
-        self._record_outcome(job, queue, Outcome(OutcomeKind.RETRY, retry))
+        self._record_outcome(job, queue, Outcome(OutcomeKind.RETRY, retry), execution)
 
     def handle_exception(self, job: Job, *exc_info: Any) -> None:
         """Log the job's exception and walk the exception handlers (rqfast's run does both itself, unless a
@@ -186,19 +187,26 @@ class JobHooks(HookCalling):
         except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
             return fail_job(job, sys.exc_info(), penalty, handlers, clock(now))
 
-    def _in_hand_for(self, job: Job, queue: Any) -> JobInHand:
-        """The claim being run; for a job called in directly, one of its own, ending the execution that
-        prepare_execution made for it, if any."""
-        if self._in_hand is None or self._in_hand.claim.job_id != job.id:
+    def _in_hand_for(self, job: Job, queue: Any, execution: Any = None, given: bool = False) -> JobInHand:
+        """The claim being run; for a job called in directly (or again, once recorded), one of its own,
+        ending `execution`, else (unless `given`: the hooks' RQ 3.0 `execution=`, None meaning none)
+        the one prepare_execution made for it, if any."""
+        in_hand = self._in_hand
+        if in_hand is None or in_hand.claim.job_id != job.id or (in_hand.by_hand and in_hand.recorded is not None):
             name = getattr(queue, 'name', None) or job.origin
-            execution = self.execution
+            if execution is None and not given:
+                execution = self._local_execution()
             execution_id = execution.id if execution is not None and execution.job_id == job.id else ''
             started_at = job.started_at or clock(None)()
-            self._in_hand = JobInHand(engine.Claim(job.id, name, execution_id, started_at=started_at))
-        return self._in_hand
+            claim = engine.Claim(job.id, name, execution_id, started_at=started_at)
+            in_hand = self._in_hand = JobInHand(claim, by_hand=True)
+            if execution_id:
+                in_hand.execution = execution
+        return in_hand
 
-    def _record_outcome(self, job: Job, queue: Any, outcome: Outcome) -> None:
-        in_hand = self._in_hand_for(job, queue)
+    def _record_outcome(self, job: Job, queue: Any, outcome: Outcome, execution: Any = None) -> None:
+        # handle_job_*(execution=None) by hand: RQ 3.0 ends no execution, RQ 2.12 the worker's
+        in_hand = self._in_hand_for(job, queue, execution, given=not rq2_compat())
         in_hand.recorded = outcome
         if self._is_horse:
             return  # the worker records what the horse reports
@@ -207,8 +215,7 @@ class JobHooks(HookCalling):
                 self._log_completed(job)
             return
         self._finish(job, in_hand.claim, outcome, False, in_hand.now)
-        if self.execution is not None and self.execution.id == in_hand.claim.execution_id:
-            self.execution = None  # ended (RQ's cleanup_execution)
+        self._held_executions().pop(in_hand.claim.execution_id, None)  # ended (RQ's cleanup_execution)
         if outcome.kind is OutcomeKind.SUCCESS:
             self._log_completed(job)
 
@@ -231,8 +238,7 @@ class JobHooks(HookCalling):
                 raise
         finally:
             self._in_hand = None
-            if self.execution is in_hand.execution:
-                self.execution = None
+            self._end_execution(in_hand.execution)
             if self._in_flight.pop(job.id, None) is not None:  # not recorded: no longer this worker's to keep alive
                 self._state = WorkerStatus.IDLE
         return engine.Claim()

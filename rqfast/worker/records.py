@@ -21,6 +21,7 @@ from redis import Redis
 from .. import engine, keys, workerscripts
 from ..dates import now, utcformat, utcparse
 from ..defaults import JOB_HEARTBEAT_GRACE, rq2_compat
+from ..executions import Execution
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
@@ -137,16 +138,6 @@ def read_current_job_id(connection: Redis, name: str) -> str | None:
     return as_text(value) if value else None
 
 
-def read_indexed_job_id(connection: Redis, name: str) -> str | None:
-    """A running job of an RQ 3.0 worker, which keeps no current_job: the first member of its
-    executions index whose execution hash still exists (RQ 3.0's reader skips the others too)."""
-    for member in sorted(as_text(m) for m in connection.smembers(keys.worker_executions_key(name))):
-        job_id, _, execution_id = member.rpartition(':')
-        if connection.exists(keys.execution_key(job_id, execution_id)):
-            return job_id
-    return None
-
-
 def read_date(connection: Redis, name: str, field: str) -> datetime | None:
     value = connection.hget(keys.worker_key(name), field)
     return utcparse(as_text(value)) if value else None
@@ -226,6 +217,8 @@ class WorkerRecords:
     queue_names: Callable[[], list[str]]
     heartbeat_grace: int
     log: logging.Logger
+    _local_execution: Callable[[], Execution | None]  # RQWorkerAPI's
+    get_current_executions: Callable[..., list[Execution]]  # RQWorkerAPI's
 
     def register_birth(self) -> None:
         self.birth_date = self.last_heartbeat = now()
@@ -284,17 +277,35 @@ class WorkerRecords:
     state = property(get_state, set_state)
 
     def get_current_job_id(self, pipeline: Any = None) -> str | None:
+        """The job of one of the worker's executions (RQ 3.0's), else the hash's current_job (RQ 2.12's,
+        which rqfast's claim script writes too), else the first of its executions index (cached)."""
         if pipeline is not None:
             return read_current_job_id(pipeline, self.name)
-        return read_current_job_id(self.connection, self.name) or read_indexed_job_id(self.connection, self.name)
+        local = self._local_execution()
+        if local is not None:
+            return local.job_id
+        job_id = read_current_job_id(self.connection, self.name)
+        if job_id:
+            return job_id
+        current = self.get_current_executions()
+        return current[0].job_id if current else None
 
     def set_current_job_id(self, job_id: str | None = None, pipeline: Any = None) -> None:
         """RQ's: the claim script sets current_job in rqfast's loop; this is for code that drives a worker by hand."""
         write_current_job(pipeline if pipeline is not None else self.connection, self.name, job_id)
 
     def get_current_job(self) -> Job | None:
+        """The job of get_current_job_id(): the execution's own instance when it has one (RQ 3.0's)."""
+        local = self._local_execution()
+        if local is not None and local._job is not None:
+            return local._job
         job_id = self.get_current_job_id()
-        return self.job_class.fetch(job_id, self.connection, self.serializer) if job_id else None
+        if not job_id:
+            return None
+        job: Job = self.job_class.fetch(job_id, self.connection, self.serializer)
+        if local is not None and local.job_id == job_id:
+            local._job = job
+        return job
 
     @property
     def death_date(self) -> datetime | None:

@@ -78,15 +78,68 @@ class RQWorkerAPI:
 
     @property
     def executions(self) -> dict[str, Execution]:
-        """The executions this worker runs now, by id (RQ 3.0's `worker.executions`)."""
-        return {
+        """The executions this worker runs now, by id (RQ 3.0's `worker.executions`): those made by
+        hand (prepare_execution, or assigned to `worker.execution`) and those of the jobs in flight.
+        With no job in flight, the dict itself, which a caller may change as RQ's."""
+        held = self._held_executions()
+        running = [claim for claim in list(self._in_flight.values()) if claim.execution_id]
+        if not running:
+            return held
+        merged = {
             claim.execution_id: Execution(claim.execution_id, claim.job_id or '', self.connection, self.name)
-            for claim in list(self._in_flight.values())
-            if claim.execution_id
+            for claim in running
         }
+        merged.update(held)
+        return merged
+
+    @property
+    def execution(self) -> Execution | None:
+        """One of the worker's running executions, None when idle; a worker read back from Redis
+        (Worker.all(), find_by_key) finds it in its executions index (RQ 3.0's)."""
+        local = self._local_execution()
+        if local is not None:
+            return local
+        current = self.get_current_executions()
+        return current[0] if current else None
+
+    @execution.setter
+    def execution(self, execution: Execution | None) -> None:
+        """An execution is added to `executions`; None clears the one there is (ValueError if several)."""
+        held = self._held_executions()
+        if execution is None:
+            if len(held) > 1:
+                raise ValueError(
+                    'Cannot clear worker.execution when multiple executions are active, '
+                    'remove the entry from worker.executions instead'
+                )
+            held.clear()
+        else:
+            held[execution.id] = execution
+
+    def _held_executions(self) -> dict[str, Execution]:
+        held: dict[str, Execution] | None = self.__dict__.get('_held')
+        if held is None:
+            held = self.__dict__['_held'] = {}
+        return held
+
+    def _local_execution(self) -> Execution | None:
+        """The worker's execution as this process knows it, without reading Redis."""
+        held = self._held_executions()
+        if held:
+            return next(iter(held.values()))
+        for claim in list(self._in_flight.values()):
+            if claim.execution_id:
+                return Execution(claim.execution_id, claim.job_id or '', self.connection, self.name)
+        return None
+
+    def _end_execution(self, execution: Execution | None) -> None:
+        """The execution ended: no longer one of this worker's."""
+        if execution is not None:
+            self._held_executions().pop(execution.id, None)
 
     @property
     def current_execution_count(self) -> int:
+        """How many executions this worker's executions index holds."""
         return int(self.connection.scard(self.executions_key))
 
     def get_current_executions(self, refresh: bool = False) -> list[Execution]:

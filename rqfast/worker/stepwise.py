@@ -10,6 +10,7 @@ each as one MULTI/EXEC transaction, as RQ's do. The Stepwise methods become Base
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from redis import Redis
@@ -32,7 +33,8 @@ class Stepwise:
     worker_ttl: int
     job_monitoring_interval: int
     _state: WorkerStatus
-    execution: Execution | None = None
+    _local_execution: Callable[[], Execution | None]  # RQWorkerAPI's
+    _end_execution: Callable[[Execution | None], None]  # RQWorkerAPI's
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """Seconds a started job stays alive without a heartbeat (the claim script's rule), for a job
@@ -83,22 +85,26 @@ class Stepwise:
     def maintain_heartbeats(self, job: Job, execution: Execution | None = None) -> None:
         """Keep the worker, the job and its execution (RQ 3.0 passes it; else the worker's) alive
         (the heartbeat script: a deleted job stays deleted)."""
-        execution = execution if execution is not None else self.execution
+        execution = execution if execution is not None else self._local_execution()
         execution_id = execution.id if execution is not None else ''
+        moment = now()
+        working_time = (moment - job.started_at).total_seconds() if job.started_at else 0.0
         write_heartbeat(
             self.connection,
             self.name,
             self.job_monitoring_interval + 60,
-            now(),
-            self.get_heartbeat_ttl(job),
+            moment,
+            self.get_heartbeat_ttl(job, working_time=working_time),
             '',
             [(job.id, job.origin, execution_id)],
             HEARTBEAT_GRACE,  # RQ's, on RQ's by-hand path
         )
 
-    def cleanup_execution(self, job: Job, pipeline: Any) -> None:
-        """Clear the worker's current job and delete the execution, in the caller's pipeline."""
+    def cleanup_execution(self, job: Job, pipeline: Any, execution: Execution | None = None) -> None:
+        """Clear the worker's current job and delete the execution (RQ 3.0 passes it; else the
+        worker's), in the caller's pipeline."""
         write_current_job(pipeline, self.name, None)
-        if self.execution is not None:
-            self.execution.delete(job=job, pipeline=pipeline)
-            self.execution = None
+        execution = execution if execution is not None else self._local_execution()
+        if execution is not None:
+            execution.delete(job=job, pipeline=pipeline)
+            self._end_execution(execution)
