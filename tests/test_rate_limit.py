@@ -265,9 +265,14 @@ def test_workers_never_run_more_than_the_concurrency(redis_url: str, redis_conn:
     assert zset(redis_conn, 'rq:rl:reports:rate_limited') == []
 
 
-def test_a_cron_run_with_a_rate_limit_waits_for_a_slot(redis_conn: redis.Redis) -> None:
-    """A RateLimit among a cron job's kwargs is the option, as for queue.enqueue (RQ 3.0's cron enqueues so)."""
+def test_a_cron_run_with_a_rate_limit_waits_for_a_slot(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under RQFAST_COMPAT=2.12 a RateLimit among a cron job's kwargs is the option, as for queue.enqueue
+    (RQ 3.0 passes a cron job's kwargs to its function: docs/switching.md's RQFAST_COMPAT table)."""
     from rqfast.cron import CronJob
+
+    monkeypatch.setattr('rqfast.defaults.RQFAST_COMPAT', '2.12')
 
     enqueue(rqfast.Queue('q', connection=redis_conn), 'holder', concurrency=1)
     cron_job = CronJob(
