@@ -202,7 +202,7 @@ class SpawnWorker(Worker):
 
         return self._spawn(argv)
 
-    def _spawn(self, argv: Any) -> Horse:
+    def _spawn(self, argv: Any, env: dict[str, str] | None = None) -> Horse:
         """Spawn `argv(job fd, report fd)` in a process group of its own, and send it the worker's settings."""
         job_read, job_write = os.pipe()
         report_read, report_write = os.pipe()
@@ -213,7 +213,7 @@ class SpawnWorker(Worker):
             pid = os.posix_spawn(
                 sys.executable,
                 argv(child_job_fd, child_report_fd),
-                dict(os.environ),
+                env if env is not None else dict(os.environ),
                 setpgroup=0,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, job_read, child_job_fd),
@@ -238,10 +238,10 @@ class SpawnWorker(Worker):
     def fork_work_horse(self, job: Job, queue: Any) -> None:
         """Spawn a horse for `job` (RQ 3.0's `python -c` child, in its own process group from the start)."""
         claim = self._in_hand_for(job, queue).claim
-        os.environ['RQ_WORKER_ID'] = self.name
-        os.environ['RQ_JOB_ID'] = job.id
+        # the child's environment only: the worker's own must not name a job (later children inherit it)
+        env = {**os.environ, 'RQ_WORKER_ID': self.name, 'RQ_JOB_ID': job.id}
         if claim.execution_id:
-            os.environ['RQ_EXECUTION_ID'] = claim.execution_id
+            env['RQ_EXECUTION_ID'] = claim.execution_id
         config, client = self._dump_worker_config(), client_recipe(self.connection, picklable=True)
 
         def argv(job_fd: int, report_fd: int) -> list[str]:
@@ -256,7 +256,7 @@ class SpawnWorker(Worker):
             )
             return [sys.executable, '-c', source]
 
-        work_horse = self._spawn(argv)
+        work_horse = self._spawn(argv, env)
         with self._horse_lock:
             self._horse_pid = work_horse.pid
         self._send_job(work_horse, claim)
