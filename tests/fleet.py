@@ -52,7 +52,9 @@ class WorkerProcess:
         self.log_path = log_path
         self.log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in stop()
         path = os.pathsep.join([str(HELPER.parent.parent), os.environ.get('PYTHONPATH', '')])
-        env = {**os.environ, 'PYTHONPATH': path}
+        # a worker of its own: no job id a test process may carry (a horse's RQ_JOB_ID names its job)
+        inherited = {k: v for k, v in os.environ.items() if k not in ('RQ_JOB_ID', 'RQ_EXECUTION_ID', 'RQ_WORKER_ID')}
+        env = {**inherited, 'PYTHONPATH': path}
         self.proc = subprocess.Popen(
             [sys.executable, str(HELPER), url, json.dumps(options)],
             stdout=self.log_file,
