@@ -172,22 +172,7 @@ def record_outcome(
 ) -> None:
     """Record `plan` for a job no worker ran (job_lifecycle.record_job_failure): one finish script
     call, queued into the caller's `pipeline` when given."""
-    workerscripts.finish_job(
-        connection,
-        '',
-        _times(moment),
-        job_id,
-        queue,
-        '',
-        plan,
-        0.0,
-        False,
-        DEFAULT_JOB_MONITORING_INTERVAL,
-        0,
-        '',
-        [],
-        pipeline=pipeline,
-    )
+    _finish_unclaimed(connection, job_id, queue, plan, moment, pipeline=pipeline)
 
 
 class _ExecutionIds:
@@ -286,20 +271,14 @@ def record_abandoned(connection: Redis, job_id: str, queue: str, member: str, pl
     """Record an abandoned job's plan, fenced: only while the job is still started and `member`
     (`<id>:<execution id>`) is still in its started registry. The member goes either way; False
     when the fence no longer held (the job was settled meanwhile) and nothing was recorded."""
-    reply = workerscripts.finish_job(
-        connection,
-        '',
-        _times(moment),
-        job_id,
-        queue,
-        '',
-        plan,
-        0.0,
-        False,
-        DEFAULT_JOB_MONITORING_INTERVAL,
-        0,
-        '',
-        [],
-        fence=member,
-    )
+    reply = _finish_unclaimed(connection, job_id, queue, plan, moment, fence=member)
     return bool(reply[6])
+
+
+def _finish_unclaimed(connection: Redis, job_id: str, queue: str, plan: Plan, moment: datetime, **how: Any) -> Any:
+    """One finish_job call for a job no live worker holds: no worker, no next claim; `how`: its
+    `pipeline=` or `fence=`."""
+    return workerscripts.finish_job(
+        connection, '', _times(moment), job_id, queue, '', plan, 0.0, False, DEFAULT_JOB_MONITORING_INTERVAL, 0, '', [],
+        **how,
+    )  # fmt: skip
