@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 
 import fakeredis
@@ -100,10 +101,37 @@ def redis_url() -> Iterator[str]:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _stop_stray_workers(conn: redis.Redis) -> list[int]:
+    """Kill the worker processes an earlier test left running on this session's private server.
+
+    A worker that outlives its test takes the next tests' jobs (one stray pool worker once failed a
+    dozen unrelated tests): every worker registered on the private server was started by this
+    session, so a live one other than this process is killed, and the test is warned.
+    """
+    strays = []
+    for key in conn.smembers('rq:workers'):
+        fields = conn.hmget(key, 'pid', 'hostname')
+        if fields[0] is None or fields[1] != socket.gethostname().encode():
+            continue
+        pid = int(fields[0])
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 9)
+        except (ProcessLookupError, PermissionError):
+            continue
+        strays.append(pid)
+    return strays
+
+
 @pytest.fixture
 def redis_conn(redis_url: str) -> Iterator[redis.Redis]:
     """A connection to the session's real server, flushed before each test."""
     conn = redis.Redis.from_url(redis_url)
+    if not os.environ.get('RQFAST_TEST_REDIS_URL'):
+        strays = _stop_stray_workers(conn)
+        if strays:
+            warnings.warn(f'killed worker processes an earlier test left running: {strays}', stacklevel=1)
     conn.flushdb()
     yield conn
     conn.close()

@@ -65,17 +65,20 @@ def start_pool(redis_url: str, tmp_path: Path) -> Iterator[Any]:
     def start(*args: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f'pool-{len(started)}.log', 'wb')
         command = [sys.executable, '-m', 'rqfast.cli', 'worker-pool', '--url', redis_url, *args]
-        process = subprocess.Popen(command, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+        # a session (process group) of its own, so teardown can kill the pool and every worker at once
+        process = subprocess.Popen(command, env=ENV, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         started.append(process)
         return process
 
     yield start
     for process in started:
-        if process.poll() is None:
-            for child in children(process.pid):
-                os.kill(child, signal.SIGKILL)
-            process.kill()
-            process.wait()
+        # one signal to the whole group: killing the workers first let a live pool fork replacements
+        # that outlived the test and took later tests' jobs
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
 
 
 @pytest.mark.parametrize('worker_class', ['rqfast.Worker', 'rqfast.SimpleWorker', 'rqfast.SpawnWorker'])
