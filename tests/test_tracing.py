@@ -149,6 +149,64 @@ def test_forking_worker_runs_each_job_in_a_consumer_span_in_its_horse(redis_conn
     assert not any(span['attributes']['messaging.message.id'] == 'rqfast-warm-up' for span in consumers)
 
 
+# A spawned child is a fresh interpreter: it gets its provider from a sitecustomize module, as with
+# `opentelemetry-instrument`. This one exports each span as a JSON line to $RQFAST_TEST_SPANS.
+SITECUSTOMIZE = """
+import json, os
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+class _Exporter(SpanExporter):
+    def export(self, spans):
+        with open(os.environ['RQFAST_TEST_SPANS'], 'a') as file:
+            for span in spans:
+                parent = span.parent
+                file.write(json.dumps({
+                    'name': span.name, 'kind': span.kind.name,
+                    'trace_id': span.context.trace_id, 'span_id': span.context.span_id,
+                    'parent_span_id': parent.span_id if parent is not None else None,
+                    'attributes': dict(span.attributes or {}),
+                    'status': span.status.status_code.name, 'pid': os.getpid(),
+                }) + '\\n')
+        return SpanExportResult.SUCCESS
+
+_provider = TracerProvider()
+_provider.add_span_processor(SimpleSpanProcessor(_Exporter()))
+trace.set_tracer_provider(_provider)
+"""
+
+
+def test_spawn_worker_runs_each_job_in_a_consumer_span_in_its_child(
+    redis_url: str, redis_conn: redis.Redis, spans_file: str, tmp_path: Any
+) -> None:
+    producer, made = enqueue_in_span(redis_conn)
+    site = tmp_path / 'site'
+    site.mkdir()
+    (site / 'sitecustomize.py').write_text(SITECUSTOMIZE)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        'import sys, os, redis\n'
+        'from rqfast.worker import SpawnWorker\n'
+        'conn = redis.Redis.from_url(sys.argv[1])\n'
+        "SpawnWorker(['q'], connection=conn).work(burst=True, logging_level='WARNING')\n"
+        'print(os.getpid())\n'
+    )
+    child_spans = str(tmp_path / 'child-spans.jsonl')
+    path = os.pathsep.join([str(site), os.path.dirname(tests), tests])
+    env = {**os.environ, 'PYTHONPATH': path, 'RQFAST_TEST_SPANS': child_spans}
+    done = subprocess.run(
+        [sys.executable, '-c', code, redis_url], env=env, cwd=tests, capture_output=True, text=True, timeout=50
+    )
+    assert done.returncode == 0, done.stderr
+    worker_pid = int(done.stdout.split()[-1])
+    spans = read_spans(child_spans)
+    check_consumer_spans(spans, producer, made)
+    consumers = [span for span in spans if span['kind'] == 'CONSUMER']
+    pids = {span['pid'] for span in consumers}
+    assert worker_pid not in pids and len(pids) == 3  # one fresh child per run (the retry's too)
+
+
 def test_without_opentelemetry_nothing_is_traced_and_jobs_run(redis_url: str, redis_conn: redis.Redis) -> None:
     """The extra not installed: tracing.ENABLED is False, enqueue writes no field, the worker opens no span."""
     tests = os.path.dirname(os.path.abspath(__file__))
