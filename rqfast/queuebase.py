@@ -345,9 +345,12 @@ class BaseQueue:
 
     def remove(self, job_or_id: Job | str, pipeline: Any = None) -> int:
         job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
-        if pipeline is not None:
+        if pipeline is not None:  # (a prioritized job's lane entry is dropped by the next claim that meets it)
             return pipeline.lrem(self.key, 1, job_id)  # type: ignore[no-any-return]  # the pipeline itself
-        return int(self.connection.lrem(self.key, 1, job_id))
+        with self.connection.pipeline() as pipe:  # one round trip: out of the list and its priority lane
+            pipe.lrem(self.key, 1, job_id)
+            pipe.zrem(keys.priority_queue_key(self.name), job_id)
+            return int(pipe.execute()[0])
 
     def empty(self) -> int:
         """Remove every job in the queue and delete their hashes; the number removed."""
@@ -359,7 +362,7 @@ class BaseQueue:
         with self.connection.pipeline() as pipe:
             pipe.srem(keys.QUEUES, self.key)
             pipe.srem(keys.PAUSED_QUEUES, self.name)
-            pipe.delete(self.key)
+            pipe.delete(self.key, keys.priority_queue_key(self.name))
             pipe.execute()
 
     def compact(self) -> None:
