@@ -16,6 +16,7 @@ from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
 from .intermediate_queue import IntermediateQueue
 from .job import Job
+from .joboptions import PRIORITIES
 from .serializers import resolve_serializer
 from .text import as_text
 from .timeouts import UnixSignalDeathPenalty, parse_timeout
@@ -229,6 +230,18 @@ class BaseQueue:
                 self.remove(job_id)
             return None
         return job if job.origin == self.name else None
+
+    def priority_counts(self) -> dict[int, int]:
+        """rqfast's own: jobs per priority lane (rq:queue:<name>:priority), non-empty lanes only; {} without
+        any (one EXISTS). An entry an RQ worker already ran counts until an rqfast claim drops it."""
+        key = keys.priority_queue_key(self.name)
+        if not self.connection.exists(key):
+            return {}
+        with self.connection.pipeline(transaction=False) as pipe:
+            for lane in PRIORITIES:
+                pipe.zcount(key, lane * keys.PRIORITY_LANE, (lane + 1) * keys.PRIORITY_LANE - 1)
+            counts = pipe.execute()
+        return {lane: int(count) for lane, count in zip(PRIORITIES, counts, strict=True) if count}
 
     def get_job_position(self, job_or_id: Job | str) -> int | None:
         job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id

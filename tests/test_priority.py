@@ -14,8 +14,10 @@ import pytest
 import redis
 import rq
 import rq.worker
+from click.testing import CliRunner
 
 from rqfast import Queue, RateLimit, Retry, SimpleWorker, engine, keys
+from rqfast.cli import main
 from rqfast.decorators import job
 from rqfast.job import Job, JobStatus
 from rqfast.scheduler import RQScheduler
@@ -232,3 +234,28 @@ def test_a_rate_limited_job_keeps_its_lane_when_it_gets_a_slot(connection: redis
     work(connection, max_jobs=2)  # the first one's end gives the second its slot, and lane 0
 
     assert run_order(connection, [first, second, *backlog]) == [first, second]
+
+
+def test_priority_counts_per_lane(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection)
+    queue.enqueue(jobs.noop)
+    assert queue.priority_counts() == {}
+    for lane in (0, 0, 4, 9, 9, 9):
+        queue.enqueue(jobs.noop, priority=lane)
+    assert queue.priority_counts() == {0: 2, 4: 1, 9: 3}
+
+
+def test_rqfast_info_shows_the_jobs_per_lane(redis_conn: redis.Redis, redis_url: str) -> None:
+    queue = Queue('q', connection=redis_conn)
+    Queue('plain', connection=redis_conn).enqueue(jobs.noop)
+    queue.enqueue(jobs.noop)
+    queue.enqueue(jobs.noop, priority=0)
+    queue.enqueue(jobs.noop, priority=9)
+    queue.pause()
+
+    result = CliRunner().invoke(main, ['info', '-u', redis_url, '--only-queues', '--raw'])
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert 'queue q 3, 0 executing, 0 finished, 0 failed, lanes 0:1 9:1, paused' in lines
+    assert 'queue plain 1, 0 executing, 0 finished, 0 failed' in lines
