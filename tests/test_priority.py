@@ -259,3 +259,18 @@ def test_rqfast_info_shows_the_jobs_per_lane(redis_conn: redis.Redis, redis_url:
     lines = result.output.splitlines()
     assert 'queue q 3, 0 executing, 0 finished, 0 failed, lanes 0:1 9:1, paused' in lines
     assert 'queue plain 1, 0 executing, 0 finished, 0 failed' in lines
+
+
+def test_rqfast_enqueue_takes_a_priority(redis_conn: redis.Redis, redis_url: str) -> None:
+    runner = CliRunner()
+    plain = runner.invoke(main, ['enqueue', '-u', redis_url, '-q', 'q', 'jobs.noop', '--job-id', 'plain'])
+    urgent = runner.invoke(
+        main, ['enqueue', '-u', redis_url, '-q', 'q', 'jobs.noop', '--job-id', 'u', '--priority', '0']
+    )
+    bad = runner.invoke(main, ['enqueue', '-u', redis_url, '-q', 'q', 'jobs.noop', '--priority', '10'])
+
+    assert plain.exit_code == 0 and urgent.exit_code == 0, plain.output + urgent.output
+    assert bad.exit_code == 2 and "'--priority'" in bad.output
+    assert Job.fetch('u', connection=redis_conn).priority == 0
+    assert Job.fetch('plain', connection=redis_conn).priority is None
+    assert redis_conn.zrange(LANES, 0, -1) == [b'u'] and Queue('q', connection=redis_conn).job_ids == ['plain', 'u']
