@@ -274,3 +274,15 @@ def test_rqfast_enqueue_takes_a_priority(redis_conn: redis.Redis, redis_url: str
     assert Job.fetch('u', connection=redis_conn).priority == 0
     assert Job.fetch('plain', connection=redis_conn).priority is None
     assert redis_conn.zrange(LANES, 0, -1) == [b'u'] and Queue('q', connection=redis_conn).job_ids == ['plain', 'u']
+
+
+def test_a_worker_with_concurrency_claims_the_lanes_first_too(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection)
+    backlog = queue.enqueue_many([Queue.prepare_data(jobs.noop, priority=9) for _ in range(40)])
+    urgent = queue.enqueue_many([Queue.prepare_data(jobs.noop, priority=0) for _ in range(8)])
+
+    SimpleWorker(['q'], connection=connection, concurrency=4).work(burst=True, logging_level='WARNING')
+
+    started = {one.id: one.started_at for one in run_order(connection, backlog + urgent)}
+    assert len(started) == 48
+    assert max(started[one.id] for one in urgent) <= min(started[one.id] for one in backlog)  # type: ignore[type-var]
