@@ -7,6 +7,8 @@ local K = {
   queues = PREFIX .. 'queues',
   queue = function(q) return PREFIX .. 'queue:' .. q end,
   intermediate = function(q) return PREFIX .. 'queue:' .. q .. ':intermediate' end,
+  -- rqfast's own (additive): the ids of a queue's prioritized jobs (see add_to_lanes)
+  priority = function(q) return PREFIX .. 'queue:' .. q .. ':priority' end,
   job = function(id) return PREFIX .. 'job:' .. id end,
   dependents = function(id) return PREFIX .. 'job:' .. id .. ':dependents' end,
   dependencies = function(id) return PREFIX .. 'job::' .. id .. ':dependencies' end,
@@ -51,14 +53,53 @@ local function expire_job_keys(id, ttl, no_dependents)
   end
 end
 
--- Pushes an id onto a queue and registers the queue, as RQ's enqueue does.
-local function push_job(queue, id, at_front)
+-- Priority lanes (rqfast's own, additive). A job enqueued with a priority p (0..9, 0 first; its
+-- job hash field `priority`) goes onto its queue's list as any job does, so RQ's tools count it and
+-- RQ's workers run it (in list order), and its id joins the sorted set K.priority(queue) too, which
+-- rqfast's claim reads first (pop_prioritized). Lane p holds the scores [p * PRIORITY_LANE,
+-- (p + 1) * PRIORITY_LANE): a job joins behind the last of its lane (before the first, at_front),
+-- the first one of an empty lane at its middle. PRIORITY_LANE is the key's format (rqfast.keys'
+-- PRIORITY_LANE), not a tunable.
+local PRIORITY_LANE = 1e12
+
+-- The lane of a stored `priority` field, or nil when there is none (or it is not an integer 0..9).
+local function priority_lane(priority)
+  local p = tonumber(priority)
+  if p and p >= 0 and p <= 9 and p == math.floor(p) then return p end
+  return nil
+end
+
+-- Adds job `id` (already on `queue`'s list) to its lane in K.priority(queue); nothing without a lane.
+local function add_to_lanes(queue, id, priority, at_front)
+  local p = priority_lane(priority)
+  if not p then return end
+  local key, low = K.priority(queue), p * PRIORITY_LANE
+  local high = low + PRIORITY_LANE - 1
+  local low_text, high_text = string.format('%.0f', low), string.format('%.0f', high)
+  local edge, score
+  if at_front then
+    edge = redis.call('ZRANGEBYSCORE', key, low_text, high_text, 'WITHSCORES', 'LIMIT', 0, 1)
+  else
+    edge = redis.call('ZREVRANGEBYSCORE', key, high_text, low_text, 'WITHSCORES', 'LIMIT', 0, 1)
+  end
+  if #edge == 0 then
+    score = low + PRIORITY_LANE / 2
+  else
+    score = tonumber(edge[2]) + (at_front and -1 or 1)
+  end
+  redis.call('ZADD', key, string.format('%.0f', score), id)
+end
+
+-- Pushes an id onto a queue and registers the queue, as RQ's enqueue does; with a `priority` (the
+-- job hash's field; nil, false or '' for none), into its priority lane as well.
+local function push_job(queue, id, at_front, priority)
   redis.call('SADD', K.queues, K.queue(queue))
   if at_front then
     redis.call('LPUSH', K.queue(queue), id)
   else
     redis.call('RPUSH', K.queue(queue), id)
   end
+  if priority then add_to_lanes(queue, id, priority, at_front) end
 end
 
 -- RQ 3.0's concurrency rate limits (rq/rate_limit.py). A job with a rate_limit_key holds one of its
@@ -81,7 +122,7 @@ local function rate_limit_promote(rl_key, concurrency, now_int, now_text)
     local popped = redis.call('ZPOPMIN', waiting)
     if #popped == 0 then break end
     local id = popped[1]
-    local f = redis.call('HMGET', K.job(id), 'origin', 'status', 'enqueue_at_front')
+    local f = redis.call('HMGET', K.job(id), 'origin', 'status', 'enqueue_at_front', 'priority')
     if f[1] and f[2] == 'rate_limited' then
       redis.call('ZADD', allowed, now_int, id)
       if f[3] == '1' then
@@ -89,6 +130,7 @@ local function rate_limit_promote(rl_key, concurrency, now_int, now_text)
       else
         redis.call('RPUSH', K.queue(f[1]), id)
       end
+      if f[4] then add_to_lanes(f[1], id, f[4], f[3] == '1') end
       redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
       promoted[#promoted + 1] = id
     end
@@ -212,10 +254,14 @@ local function sweep_rate_limits(now_int, now_text)
   return out
 end
 
--- Takes a job out of its queue (optionally) and out of the registry its status puts it in,
--- as RQ's Job._remove_from_registries does.
-local function remove_from_registries(id, origin, status, remove_from_queue)
-  if remove_from_queue then redis.call('LREM', K.queue(origin), 1, id) end
+-- Takes a job out of its queue (optionally; out of its priority lane too when `priority`, its
+-- hash's field, is set) and out of the registry its status puts it in, as RQ's
+-- Job._remove_from_registries does.
+local function remove_from_registries(id, origin, status, remove_from_queue, priority)
+  if remove_from_queue then
+    redis.call('LREM', K.queue(origin), 1, id)
+    if priority then redis.call('ZREM', K.priority(origin), id) end
+  end
   if status == 'finished' then
     redis.call('ZREM', K.finished(origin), id)
   elseif status == 'deferred' then
@@ -270,7 +316,7 @@ local function release_dependents(parent_id, parent_status, now_text, exclude, p
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
     local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
-      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency')
+      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency', 'priority')
     local allow_failure = fields[4] == '1'
     if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
       local origin = fields[3] or ''
@@ -284,7 +330,7 @@ local function release_dependents(parent_id, parent_status, now_text, exclude, p
         rate_limit_wait(dep_id, fields[7], fields[8], epoch_now(), now_text)
       else
         redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
-        push_job(origin, dep_id, fields[5] == '1')
+        push_job(origin, dep_id, fields[5] == '1', fields[9])
       end
       released[#released + 1] = dep_id
       pairs_out[#pairs_out + 1] = origin
@@ -305,14 +351,14 @@ end
 local function enqueue_ready(q, id, now_int, now_text)
   redis.call('ZREM', K.ready(q), id)
   local job = redis.call('HMGET', K.job(id), 'data', 'status', 'enqueue_at_front', 'rate_limit_key',
-    'rate_limit_concurrency')
+    'rate_limit_concurrency', 'priority')
   if not (job[1] and job[2] == 'ready_to_enqueue') then return false end
   if job[4] and job[4] ~= '' then
     redis.call('SADD', K.queues, K.queue(q))
     rate_limit_wait(id, job[4], job[5], now_int, now_text)
   else
     redis.call('HSET', K.job(id), 'status', 'queued', 'enqueued_at', now_text)
-    push_job(q, id, job[3] == '1')
+    push_job(q, id, job[3] == '1', job[6])
   end
   return true
 end
@@ -412,11 +458,19 @@ local function start_job(id, queue, w, x, c)
   local key = K.job(id)
   local job = redis.pcall('HGETALL', key)
   if job.err then return nil end  -- the key is not a hash: no job to start
-  local has_data, timeout = false, nil
+  local has_data, timeout, prioritized = false, nil, false
   for j = 1, #job, 2 do
-    if job[j] == 'data' then has_data = true elseif job[j] == 'timeout' then timeout = job[j + 1] end
+    if job[j] == 'data' then
+      has_data = true
+    elseif job[j] == 'timeout' then
+      timeout = job[j + 1]
+    elseif job[j] == 'priority' then
+      prioritized = true
+    end
   end
   if not has_data then return nil end
+  -- (taken from the list by a blocking move, or by LPOP: its lane's entry goes too)
+  if prioritized then redis.call('ZREM', K.priority(queue), id) end
   local ttl = heartbeat_ttl(timeout, c.interval, c.grace)
   -- A job claimed again (from a queue) is run by this execution only: any earlier one still on
   -- record belongs to a worker that lost the job (paused past its deadline, then recovered) and is
@@ -465,7 +519,29 @@ local function paused_queues(c)
   return c.paused
 end
 
--- Pops and starts the first available job from `queues` (in the order given). Ids without a
+-- The id of the first job in `queue`'s priority lanes (K.priority) still waiting on its list: out of
+-- both, or nil when there is none (one EXISTS when the queue has no lanes, the usual case). An entry
+-- whose job is no longer queued there (an RQ worker took it, or it was removed, deleted or canceled
+-- by a client that does not know the lanes) is dropped on the way: at most c.max_dropped per call
+-- (c.stale counts them), after which the list's own order serves.
+local function pop_prioritized(queue, c)
+  local lanes = K.priority(queue)
+  if redis.call('EXISTS', lanes) == 0 then return nil end
+  c.stale = c.stale or 0
+  while c.stale < c.max_dropped do
+    local first = redis.call('ZPOPMIN', lanes)
+    if #first == 0 then return nil end
+    local id = first[1]
+    if redis.pcall('HGET', K.job(id), 'status') == 'queued' and redis.call('LREM', K.queue(queue), 1, id) > 0 then
+      return id
+    end
+    c.stale = c.stale + 1
+  end
+  return nil
+end
+
+-- Pops and starts the first available job from `queues` (in the order given), a queue's priority
+-- lanes before the rest of its list (pop_prioritized). Ids without a
 -- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
 -- c.max_id_len are dead-lettered (returned flat: queue, id, reason, ...); at most c.max_dropped of both per
 -- call. With <prefix>suspended set, claims nothing; a queue in <prefix>paused-queues is skipped.
@@ -480,7 +556,7 @@ local function claim_next(queues, w, x, c)
   local paused = paused_queues(c)
   for _, queue in ipairs(queues) do
     while not paused[queue] do
-      local id = redis.call('LPOP', K.queue(queue))
+      local id = pop_prioritized(queue, c) or redis.call('LPOP', K.queue(queue))
       if not id then break end
       local unusable = unusable_id(id, c.max_id_len)
       if unusable then

@@ -11,7 +11,7 @@
 
 local id = ARGV[2]
 local key = K.job(id)
-local fields = redis.call('HMGET', key, 'status', 'origin')
+local fields = redis.call('HMGET', key, 'status', 'origin', 'priority')
 if not fields[1] then return {0} end
 if fields[1] == 'canceled' then return {-1} end
 local origin = fields[2] or ''
@@ -26,7 +26,7 @@ if ARGV[6] == '1' then
     redis.call('SREM', K.dependents(dep_id), id)
   end
 end
-remove_from_registries(id, origin, fields[1], true)
+remove_from_registries(id, origin, fields[1], true, fields[3])
 redis.call('ZADD', K.canceled(origin), tonumber(ARGV[3]), id)
 rate_limit_forget(id, rate_limit_key_of(id), tonumber(ARGV[3]), ARGV[4])  -- RQ 3.0 rate limit (none: a field read)
 local reply = {1}

@@ -10,9 +10,9 @@
 -- Returns: the number of jobs deleted.
 
 local function delete_one(id, remove_from_queue)
-  local fields = redis.call('HMGET', K.job(id), 'status', 'origin', 'group_id')
+  local fields = redis.call('HMGET', K.job(id), 'status', 'origin', 'group_id', 'priority')
   local rl_key = rate_limit_key_of(id)
-  if fields[1] then remove_from_registries(id, fields[2] or '', fields[1], remove_from_queue) end
+  if fields[1] then remove_from_registries(id, fields[2] or '', fields[1], remove_from_queue, fields[4]) end
   -- A rate-limited job keeps its executions, as in RQ 3.0: a live one holds its slot until it ends
   if rl_key then
     rate_limit_mark_executions(id, rl_key)

@@ -1,5 +1,5 @@
 -- empty_queue.lua: remove every job in a queue (RQ's Queue.empty): pop each id, delete its job
--- hash and dependents set (with RQ 3.0, its results stream too).
+-- hash and dependents set (with RQ 3.0, its results stream too); and the queue's priority lanes.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] "1" to delete each job's results stream (RQ 3.0)
@@ -13,4 +13,5 @@ while true do
   if ARGV[3] == '1' then redis.call('DEL', K.results(id)) end
   count = count + 1
 end
+redis.call('DEL', K.priority(ARGV[2]))
 return count

@@ -26,7 +26,8 @@
 --                  rate_limit_concurrency): not pushed but made to wait for a slot, then promoted
 --                  at once if one is free (see rate_limit_wait in _common.lua)
 --   The fields are the job hash without status, and but for "schedule" without enqueued_at, which
---   this script sets.
+--   this script sets. A job with a priority (rqfast's own) has it as its first field: its id joins
+--   the queue's priority lanes as it is pushed (see add_to_lanes in _common.lua).
 -- Returns: one status per job: "queued", "deferred", "scheduled", "stored", "rate_limited"
 --   (waiting for a rate-limit slot), "duplicate" or
 --   "not_failed" (a requeue of a job that is not in the failed registry; nothing written)
@@ -104,7 +105,7 @@ local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, 
   store(id, fields, 'queued', true)
   expire_job_keys(id, ttl)
   if mode == 'store' then return 'stored' end
-  push_job(queue, id, at_front)
+  push_job(queue, id, at_front, fields[1] == 'priority' and fields[2])
   return 'queued'
 end
 

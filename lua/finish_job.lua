@@ -52,7 +52,7 @@ local queues = r.list()
 local key = K.job(id)
 -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
 -- parent's status before its own writes.
-local read = redis.call('HMGET', key, 'status', 'rate_limit_key')
+local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority')
 local status_before = read[1]
 local exists = status_before ~= false or redis.call('EXISTS', key) == 1
 local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
@@ -130,7 +130,7 @@ if exists then
   if release_as ~= '' then released, no_dependents = release_dependents(id, release_as, c.now_text) end
   if put_back == 'queue' or put_back == 'front' then
     redis.call('HSET', key, 'status', 'queued', 'enqueued_at', c.now_text)
-    push_job(origin, id, put_back == 'front')
+    push_job(origin, id, put_back == 'front', read[3])  -- (back into its priority lane, if it has one)
   elseif put_back == 'schedule' then
     redis.call('SADD', K.queues, K.queue(origin))
     redis.call('HSET', key, 'status', 'scheduled')

@@ -10,6 +10,7 @@ from redis import Redis
 
 from .defaults import DEFAULT_RESULT_TTL, rq2_compat
 from .job import Job, Retry
+from .joboptions import check_priority
 from .queue import Queue
 
 P = ParamSpec('P')
@@ -57,6 +58,7 @@ class job:  # noqa: N801 - RQ's name
         on_stopped: Any = None,
         webhooks: Any = None,
         capture_output: bool = False,
+        priority: int | None = None,
     ):
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
@@ -73,6 +75,7 @@ class job:  # noqa: N801 - RQ's name
             on_stopped=on_stopped,
             webhooks=webhooks,
             capture_output=capture_output,
+            priority=check_priority(priority),
         )
         self.depends_on, self.at_front = depends_on, at_front
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
+from .rate_limit import RateLimit
 from .scripts import enqueue_record
 from .status import JobStatus
 
@@ -54,7 +55,9 @@ EnqueueData = namedtuple(
         'on_stopped',
         'repeat',
         'webhooks',
+        'priority',  # rqfast's own option (docs/features.md)
     ],
+    defaults=(None,),
 )
 
 
@@ -81,6 +84,7 @@ class EnqueueArgs(NamedTuple):
     webhooks: Any
     rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
+    priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
 
 
 _OPTION_NAMES = (
@@ -155,3 +159,34 @@ def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
         else:
             expected.append('stored' if mode == 'store' else 'queued')
     return expected
+
+
+def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
+    """RQ 3.0's enqueue_many check, before anything is written: two jobs with one id would share a key."""
+    seen: set[str] = set()
+    for data in datas:
+        if data.job_id is not None:
+            if data.job_id in seen:
+                raise ValueError(f"Job ID '{data.job_id}' appears more than once in enqueue_many()")
+            seen.add(data.job_id)
+
+
+def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:
+    """The caller's pipeline, or None where RQ does not use it either: a unique enqueue (RQ's
+    check-and-save script runs at once, so DuplicateJobError raises at the call) and a queue made
+    with is_async=False (the job runs at the call, so it is stored then)."""
+    return pipeline if not unique and is_async else None
+
+
+def _rate_limited_mode(job: JobSpec, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:
+    """RQ 3.0's checks of a rate-limited enqueue, before anything is written; enqueue_jobs.lua's mode."""
+    RateLimit(job.rate_limit_key or '', job.rate_limit_concurrency or 0)  # the job's own fields: ValueError if bad
+    if unique:
+        raise ValueError('unique=True is not supported with rate-limited jobs')
+    if not is_async:
+        raise ValueError('rate_limit is not supported on synchronous queues (is_async=False)')
+    if pipeline is not None:
+        raise ValueError('rate-limited jobs cannot be enqueued with a pipeline')
+    if at_front:
+        job.enqueue_at_front = True  # stored: the promotion, possibly later and elsewhere, honours it
+    return 'limit'

@@ -268,6 +268,7 @@ class JobRecord:
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
     _rqfast_trace: str | None = _stored(NONEMPTY_TEXT)  # rqfast's: the enqueuer's W3C traceparent (tracing.py)
     capture_output: bool = _stored(TRUE_FLAG, False)  # rqfast's own (additive): the worker captures its output
+    priority: int | None = _stored(INT)  # rqfast's own (additive): the job's priority lane, 0..9 (0 first)
 
     @property
     def has_rate_limit(self) -> bool:

@@ -14,7 +14,18 @@ from .defaults import CALLBACK_TIMEOUT, RETRY_EXPONENTIAL_CAP
 from .imports import function_reference
 from .timeouts import parse_timeout
 
-__all__ = ['Callback', 'Retry']
+__all__ = ['Callback', 'PRIORITIES', 'Retry', 'check_priority']
+
+PRIORITIES = range(10)  # a job's priority lanes (rqfast's own option): 0 runs first, 9 last
+
+
+def check_priority(priority: Any) -> int | None:
+    """`priority` as given when it is None or an int from 0 (runs first) to 9; ValueError otherwise."""
+    if priority is None:
+        return None
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority not in PRIORITIES:
+        raise ValueError(f'priority must be an int from 0 (runs first) to 9, or None; not {priority!r}')
+    return int(priority)
 
 
 def _is_number(value: object) -> bool:

@@ -47,6 +47,16 @@ def intermediate_queue_key(queue: str) -> str:
     return f'{QUEUE_PREFIX}{queue}:intermediate'
 
 
+def priority_queue_key(queue: str) -> str:
+    """rqfast's own (additive): a sorted set of the ids of the queue's prioritized jobs (docs/features.md)."""
+    return f'{QUEUE_PREFIX}{queue}:priority'
+
+
+# The width of one lane of the priority set's scores: lane p holds [p * PRIORITY_LANE, (p + 1) * PRIORITY_LANE)
+# (lua/_common.lua's PRIORITY_LANE; part of the key's format).
+PRIORITY_LANE = 10**12
+
+
 def compact_queue_key(token: str) -> str:
     """Where Queue.compact() parks a queue's ids while it drops the missing ones."""
     return f'{QUEUE_PREFIX}_compact:{token}'

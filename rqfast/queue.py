@@ -14,8 +14,18 @@ from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
 from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
 from .dependents import DependentsQueue
-from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
+from .enqueueing import (
+    _OPTION_NAMES,
+    EnqueueArgs,
+    EnqueueData,
+    _pipeline_for,
+    _rate_limited_mode,
+    _reject_duplicate_ids,
+    enqueue_record,
+    store_jobs,
+)
 from .job import Job, JobStatus, Retry
+from .joboptions import check_priority
 from .outcome import OutcomeKind
 from .rate_limit import RateLimit, rate_limit_of
 from .repeat import Repeat
@@ -61,9 +71,11 @@ class Queue(DependentsQueue):
         group_id: str | None = None,
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
+        priority: int | None = None,
     ) -> Job:
         if not isinstance(capture_output, bool):
             raise TypeError(f'capture_output must be True or False, not {capture_output!r}')
+        priority = check_priority(priority)
         timeout = parse_timeout(timeout)
         if timeout is None:
             timeout = self._default_timeout
@@ -101,7 +113,7 @@ class Queue(DependentsQueue):
             job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
         if rate_limit is not None:
             job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
-        job.capture_output = capture_output
+        job.capture_output, job.priority = capture_output, priority
         return job
 
     @classmethod
@@ -112,7 +124,8 @@ class Queue(DependentsQueue):
         webhooks = kwargs.pop('webhooks', None)
         # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
         rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
-        capture_output = kwargs.pop('capture_output', False)  # rqfast's own option (docs/features.md)
+        capture_output = kwargs.pop('capture_output', False)  # rqfast's own options (docs/features.md)
+        priority = check_priority(kwargs.pop('priority', None))
         if 'args' in kwargs or 'kwargs' in kwargs:
             if args:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
@@ -140,6 +153,7 @@ class Queue(DependentsQueue):
             webhooks,
             rate_limit,
             capture_output,
+            priority,
         )
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
@@ -169,6 +183,7 @@ class Queue(DependentsQueue):
         webhooks: Sequence[Any] | None = None,
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
+        priority: int | None = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
@@ -193,6 +208,7 @@ class Queue(DependentsQueue):
             webhooks=webhooks,
             rate_limit=rate_limit,
             capture_output=capture_output,
+            priority=priority,
         )
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
@@ -210,6 +226,7 @@ class Queue(DependentsQueue):
         if unique and job.depends_on_ids:
             raise ValueError('unique=True is not supported with job dependencies')
         job.origin = self.name
+        job.priority = check_priority(job.priority)  # (a job made by hand: checked before it is stored)
         if job.timeout is None:
             job.timeout = self._default_timeout
         mode = 'queue' if self._is_async else 'store'
@@ -263,6 +280,7 @@ class Queue(DependentsQueue):
         on_stopped: Any = None,
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
+        priority: int | None = None,
     ) -> EnqueueData:
         return EnqueueData(
             func,
@@ -283,6 +301,7 @@ class Queue(DependentsQueue):
             on_stopped,
             repeat,
             webhooks,
+            check_priority(priority),
         )
 
     def enqueue_many(
@@ -374,37 +393,6 @@ class Queue(DependentsQueue):
             or self.redis_queue_namespace_prefix != Queue.redis_queue_namespace_prefix
         ):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
-
-
-def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
-    """RQ 3.0's enqueue_many check, before anything is written: two jobs with one id would share a key."""
-    seen: set[str] = set()
-    for data in datas:
-        if data.job_id is not None:
-            if data.job_id in seen:
-                raise ValueError(f"Job ID '{data.job_id}' appears more than once in enqueue_many()")
-            seen.add(data.job_id)
-
-
-def _rate_limited_mode(job: Job, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:
-    """RQ 3.0's checks of a rate-limited enqueue, before anything is written; enqueue_jobs.lua's mode."""
-    RateLimit(job.rate_limit_key or '', job.rate_limit_concurrency or 0)  # the job's own fields: ValueError if bad
-    if unique:
-        raise ValueError('unique=True is not supported with rate-limited jobs')
-    if not is_async:
-        raise ValueError('rate_limit is not supported on synchronous queues (is_async=False)')
-    if pipeline is not None:
-        raise ValueError('rate-limited jobs cannot be enqueued with a pipeline')
-    if at_front:
-        job.enqueue_at_front = True  # stored: the promotion, possibly later and elsewhere, honours it
-    return 'limit'
-
-
-def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:
-    """The caller's pipeline, or None where RQ does not use it either: a unique enqueue (RQ's
-    check-and-save script runs at once, so DuplicateJobError raises at the call) and a queue made
-    with is_async=False (the job runs at the call, so it is stored then)."""
-    return pipeline if not unique and is_async else None
 
 
 # get_queue() of a registry (a layer below) makes one of these.

@@ -16,6 +16,7 @@ from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
 from .intermediate_queue import IntermediateQueue
 from .job import Job
+from .joboptions import PRIORITIES
 from .serializers import resolve_serializer
 from .text import as_text
 from .timeouts import UnixSignalDeathPenalty, parse_timeout
@@ -230,6 +231,18 @@ class BaseQueue:
             return None
         return job if job.origin == self.name else None
 
+    def priority_counts(self) -> dict[int, int]:
+        """rqfast's own: jobs per priority lane (rq:queue:<name>:priority), non-empty lanes only; {} without
+        any (one EXISTS). An entry an RQ worker already ran counts until an rqfast claim drops it."""
+        key = keys.priority_queue_key(self.name)
+        if not self.connection.exists(key):
+            return {}
+        with self.connection.pipeline(transaction=False) as pipe:
+            for lane in PRIORITIES:
+                pipe.zcount(key, lane * keys.PRIORITY_LANE, (lane + 1) * keys.PRIORITY_LANE - 1)
+            counts = pipe.execute()
+        return {lane: int(count) for lane, count in zip(PRIORITIES, counts, strict=True) if count}
+
     def get_job_position(self, job_or_id: Job | str) -> int | None:
         job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
         position = self.connection.lpos(self.key, job_id)
@@ -345,9 +358,12 @@ class BaseQueue:
 
     def remove(self, job_or_id: Job | str, pipeline: Any = None) -> int:
         job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
-        if pipeline is not None:
+        if pipeline is not None:  # (a prioritized job's lane entry is dropped by the next claim that meets it)
             return pipeline.lrem(self.key, 1, job_id)  # type: ignore[no-any-return]  # the pipeline itself
-        return int(self.connection.lrem(self.key, 1, job_id))
+        with self.connection.pipeline() as pipe:  # one round trip: out of the list and its priority lane
+            pipe.lrem(self.key, 1, job_id)
+            pipe.zrem(keys.priority_queue_key(self.name), job_id)
+            return int(pipe.execute()[0])
 
     def empty(self) -> int:
         """Remove every job in the queue and delete their hashes; the number removed."""
@@ -359,7 +375,7 @@ class BaseQueue:
         with self.connection.pipeline() as pipe:
             pipe.srem(keys.QUEUES, self.key)
             pipe.srem(keys.PAUSED_QUEUES, self.name)
-            pipe.delete(self.key)
+            pipe.delete(self.key, keys.priority_queue_key(self.name))
             pipe.execute()
 
     def compact(self) -> None:

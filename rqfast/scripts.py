@@ -49,6 +49,8 @@ def enqueue_record(
         traceparent = job._rqfast_trace = tracing.current_traceparent()
         if traceparent:
             fields[tracing.TRACE_FIELD] = traceparent
+    if 'priority' in fields:  # first: enqueue_jobs.lua reads a job's priority lane there
+        fields = {'priority': fields.pop('priority'), **fields}
     if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
         fields.pop('enqueued_at', None)
     dependency_ids = job.depends_on_ids if check_dependencies else []

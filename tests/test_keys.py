@@ -14,6 +14,7 @@ CASES = {
     'K.workers': keys.WORKERS,
     "K.queue('q1')": keys.queue_key('q1'),
     "K.intermediate('q1')": keys.intermediate_queue_key('q1'),
+    "K.priority('q1')": keys.priority_queue_key('q1'),
     "K.job('j1')": keys.job_key('j1'),
     "K.dependents('j1')": keys.dependents_key('j1'),
     "K.dependencies('j1')": keys.dependencies_key('j1'),
@@ -49,6 +50,12 @@ def test_lua_key_table_matches_keys_module(connection: redis.Redis) -> None:
     script = prelude + '\nreturn {' + ', '.join(expressions) + '}'
     names = [name.decode() for name in connection.eval(script, 0, keys.PREFIX)]
     assert dict(zip(expressions, names, strict=True)) == CASES
+
+
+def test_lua_priority_lane_width_matches_keys_module(connection: redis.Redis) -> None:
+    prelude = (_lua_dir() / '_common.lua').read_text()
+    width = connection.eval(prelude + "\nreturn string.format('%.0f', PRIORITY_LANE)", 0, keys.PREFIX)
+    assert int(width) == keys.PRIORITY_LANE
 
 
 def test_layout_matches_rq() -> None:

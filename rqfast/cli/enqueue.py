@@ -36,6 +36,11 @@ from .config import CliConfig, pass_cli_config
     help='Schedule job to be enqueued at a certain time formatted in ISO 8601 without '
     'timezone (e.g. 2021-05-27T21:45:00).',
 )
+@click.option(
+    '--priority',
+    type=click.IntRange(0, 9),
+    help="rqfast's own: the job's priority lane in its queue, 0 (runs first) to 9 (docs/features.md).",
+)
 @click.option('--quiet', is_flag=True, help='Only logs errors.')
 @click.argument('function')
 @click.argument('arguments', nargs=-1)
@@ -55,6 +60,7 @@ def enqueue(
     retry_interval: tuple[int, ...],
     schedule_in: str | None,
     schedule_at: str | None,
+    priority: int | None,
     quiet: bool,
     function: str,
     arguments: tuple[str, ...],
@@ -80,6 +86,8 @@ def enqueue(
         'job_id': job_id,
         'retry': Retry(retry_max, list(retry_interval)) if retry_max > 0 else None,
     }
+    if priority is not None:  # (only then: a queue class of RQ's own takes no such option)
+        job_options['priority'] = priority
     if schedule is None:
         job = target.enqueue_call(function, args, kwargs, at_front=at_front, **job_options)
     else:

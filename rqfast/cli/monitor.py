@@ -57,10 +57,12 @@ def state_symbol(state: str) -> str:
 
 
 def _registries(queue: Queue) -> str:
+    """The registries' counts; then, for a queue with priority lanes, its jobs per lane (`lanes 0:10 9:1000`)."""
+    lanes = queue.priority_counts()
     return (
         f'{queue.started_job_registry.count} executing, {queue.finished_job_registry.count} finished, '
         f'{queue.failed_job_registry.count} failed'
-    )
+    ) + (', lanes ' + ' '.join(f'{lane}:{count}' for lane, count in lanes.items()) if lanes else '')
 
 
 def show_queues(
@@ -68,7 +70,8 @@ def show_queues(
 ) -> None:
     """One line per queue: a bar chart (unless raw), its length and its registries' counts; then the total.
 
-    A paused queue (Queue.pause(), `rqfast pause`) shows "(paused)" after its name (raw: ", paused" at the end).
+    A paused queue (Queue.pause(), `rqfast pause`) shows "(paused)" after its name (raw: ", paused" at the end);
+    a queue with prioritized jobs, how many are in each lane after its registries (`, lanes 0:10 9:1000`).
     """
     counts = {queue.name: queue.count for queue in queues}
     paused = paused_queues(connection) if queues else set()
