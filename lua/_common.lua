@@ -32,6 +32,7 @@ local K = {
   cron_job_history = function(name) return PREFIX .. 'cron_job:' .. name .. ':jobs' end,
   dead_letter = function(q) return PREFIX .. 'dead-letter:' .. q end,
   paused_queues = PREFIX .. 'paused-queues',  -- rqfast's own: names of the queues Queue.pause() paused
+  events = function(q) return PREFIX .. 'events:' .. q end,  -- rqfast's own: a queue's lifecycle events
   -- RQ 3.0's concurrency rate limits: the set of bare keys in use, a key's config hash, its slots
   rl_keys = PREFIX .. 'rl-keys',
   rl = function(k) return PREFIX .. 'rl:' .. k end,
@@ -49,6 +50,15 @@ local function expire_job_keys(id, ttl, no_dependents)
     if not no_dependents then redis.call('EXPIRE', K.dependents(id), ttl) end
     redis.call('EXPIRE', K.dependencies(id), ttl)
   end
+end
+
+-- rqfast's lifecycle events (rqfast/events.py): one XADD onto K.events(queue) for a job whose hash
+-- holds `events` (the stream's cap, as Queue(events=...) stored it); a job without the field (the
+-- default, and every job RQ enqueued) writes nothing. `events` is the field as the caller read it.
+local function job_event(events, queue, name, id, worker, detail)
+  if not events or events == '' then return end
+  redis.call('XADD', K.events(queue), 'MAXLEN', '~', events, '*', 'event', name, 'job_id', id, 'queue', queue,
+    'worker', worker or '', 'detail', detail or '')
 end
 
 -- Pushes an id onto a queue and registers the queue, as RQ's enqueue does.
@@ -270,7 +280,7 @@ local function release_dependents(parent_id, parent_status, now_text, exclude, p
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
     local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
-      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency')
+      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency', 'events')
     local allow_failure = fields[4] == '1'
     if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
       local origin = fields[3] or ''
@@ -285,6 +295,7 @@ local function release_dependents(parent_id, parent_status, now_text, exclude, p
       else
         redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
         push_job(origin, dep_id, fields[5] == '1')
+        job_event(fields[9], origin, 'queued', dep_id)
       end
       released[#released + 1] = dep_id
       pairs_out[#pairs_out + 1] = origin
@@ -412,9 +423,10 @@ local function start_job(id, queue, w, x, c)
   local key = K.job(id)
   local job = redis.pcall('HGETALL', key)
   if job.err then return nil end  -- the key is not a hash: no job to start
-  local has_data, timeout = false, nil
+  local has_data, timeout, events = false, nil, nil
   for j = 1, #job, 2 do
-    if job[j] == 'data' then has_data = true elseif job[j] == 'timeout' then timeout = job[j + 1] end
+    local f = job[j]
+    if f == 'data' then has_data = true elseif f == 'timeout' then timeout = job[j + 1] elseif f == 'events' then events = job[j + 1] end
   end
   if not has_data then return nil end
   local ttl = heartbeat_ttl(timeout, c.interval, c.grace)
@@ -431,6 +443,7 @@ local function start_job(id, queue, w, x, c)
   redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
   redis.call('EXPIRE', K.executions(id), ttl + c.grace)
   redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
+  job_event(events, queue, 'started', id, w)
   if w ~= '' and c.started then
     c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end
     c.started[#c.started + 1] = x

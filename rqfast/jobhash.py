@@ -268,6 +268,7 @@ class JobRecord:
     enqueue_at_front: bool | None = _stored(STRICT_FLAG)
     _rqfast_trace: str | None = _stored(NONEMPTY_TEXT)  # rqfast's: the enqueuer's W3C traceparent (tracing.py)
     capture_output: bool = _stored(TRUE_FLAG, False)  # rqfast's own (additive): the worker captures its output
+    events: int | None = _stored(POSITIVE_INT)  # rqfast's own (additive): its queue's events cap (rqfast.events)
 
     @property
     def has_rate_limit(self) -> bool:
