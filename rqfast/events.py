@@ -122,5 +122,5 @@ def read_events(queue: Any, connection: Redis, since: str = '0') -> list[Event]:
 def job_events(job: Any, connection: Redis | None = None) -> list[Event]:
     """The events of one job still in its queue's stream (a Job, whose origin names the stream)."""
     connection = connection or job.connection
-    entries = connection.xrange(keys.events_key(job.origin))
+    entries: Any = connection.xrange(keys.events_key(job.origin))
     return [e for e in (Event.from_entry(i, f) for i, f in entries) if e.job_id == job.id]
