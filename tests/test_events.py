@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -181,3 +184,39 @@ def test_cli_prints_the_events(redis_conn: redis.Redis, redis_url: str) -> None:
     assert lines[2].endswith(' 50') and 'worker=' in lines[1] and lines[0].endswith('Z queued ' + job.id)
     only_new = CliRunner().invoke(main, ['events', 'q', '--no-follow', '-u', redis_url])
     assert only_new.exit_code == 0 and only_new.output == ''
+
+
+def test_a_worker_with_concurrency_writes_each_jobs_events(connection: redis.Redis) -> None:
+    """finish_jobs.lua: several outcomes and claims in one call, each outcome's event among them."""
+    queue = Queue('q', connection=connection, events=True)
+    ran = [queue.enqueue(jobs.report_progress, 50) for _ in range(4)] + [queue.enqueue(jobs.div_by_zero)]
+    plain = Queue('q', connection=connection).enqueue(jobs.add, 1, 1)
+    SimpleWorker(['q'], connection=connection, concurrency=3).work(burst=True, logging_level='ERROR')
+    for job in ran[:4]:
+        assert names(job_events(job)) == ['queued', 'started', 'progress', 'finished']
+    failed = job_events(ran[4])
+    assert names(failed) == ['queued', 'started', 'failed'] and failed[-1].detail == 'ZeroDivisionError'
+    assert plain.return_value() == 2 and job_events(plain) == []
+
+
+def test_cli_follows_new_events(redis_conn: redis.Redis, redis_url: str) -> None:
+    """`rqfast events q` (default --since $, --follow) prints the events written after it started, as they come."""
+    tail = subprocess.Popen(
+        [sys.executable, '-m', 'rqfast', 'events', 'q', '-u', redis_url], stdout=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+    assert tail.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(tail.stdout or []), daemon=True)
+    reader.start()
+    try:
+        queue, enqueued = Queue('q', connection=redis_conn, events=True), []
+        deadline = time.monotonic() + 30
+        while not lines:  # events written before it read the stream's end are not printed: enqueue until one is
+            assert time.monotonic() < deadline, 'rqfast events printed nothing'
+            enqueued.append(queue.enqueue(jobs.add, 1, 1).id)
+            time.sleep(0.3)
+        name, job_id = lines[0].split()[1:3]
+        assert name == 'queued' and job_id in enqueued
+    finally:
+        tail.terminate()
+        tail.wait(timeout=10)
