@@ -3,8 +3,8 @@
 The scripts that change a job's state write its events in the same call (lua/_common.lua's
 job_event): enqueue (`queued`, `deferred`, `scheduled`, `rate_limited`, `requeued`), claim
 (`started`), the outcome (`finished`, `failed`, `stopped`, `retried`, `scheduled` for a retry after
-an interval), the scheduler and released dependents (`queued`) and `Job.set_progress()`
-(`progress`, its JSON value as the detail). Only jobs enqueued through `Queue(..., events=True)`
+an interval), the scheduler and released dependents (`queued`), `Job.cancel()` (`canceled`) and
+`Job.set_progress()` (`progress`, its JSON value as the detail). Only jobs enqueued through `Queue(..., events=True)`
 (or `events=<cap>`) have events: the flag is the job hash's `events` field, which those scripts read
 anyway, so every other job costs what it did. This module reads the stream.
 """

@@ -220,3 +220,13 @@ def test_cli_follows_new_events(redis_conn: redis.Redis, redis_url: str) -> None
     finally:
         tail.terminate()
         tail.wait(timeout=10)
+
+
+def test_cancel_and_a_sync_queue(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection, events=True)
+    job = queue.enqueue(jobs.add, 1, 1)
+    job.cancel()
+    assert names(job_events(job)) == ['queued', 'canceled']
+    ran = Queue('s', connection=connection, events=True, is_async=False).enqueue(jobs.report_progress, 50)
+    events = job_events(ran)  # run in this process: no claim, so no `started`
+    assert names(events) == ['queued', 'progress', 'finished'] and events[1].progress == 50
