@@ -230,3 +230,10 @@ def test_cancel_and_a_sync_queue(connection: redis.Redis) -> None:
     ran = Queue('s', connection=connection, events=True, is_async=False).enqueue(jobs.report_progress, 50)
     events = job_events(ran)  # run in this process: no claim, so no `started`
     assert names(events) == ['queued', 'progress', 'finished'] and events[1].progress == 50
+
+
+def test_a_bad_events_field_never_fails_the_state_change(connection: redis.Redis) -> None:
+    job = Queue('q', connection=connection, events=True).enqueue(jobs.add, 1, 1)
+    connection.hset(job.key, 'events', 'lots')  # written by hand: the scripts treat it as no events
+    work(connection)
+    assert job.return_value() == 2 and names(job_events(job)) == ['queued']
