@@ -34,6 +34,7 @@ local K = {
   cron_job_history = function(name) return PREFIX .. 'cron_job:' .. name .. ':jobs' end,
   dead_letter = function(q) return PREFIX .. 'dead-letter:' .. q end,
   paused_queues = PREFIX .. 'paused-queues',  -- rqfast's own: names of the queues Queue.pause() paused
+  events = function(q) return PREFIX .. 'events:' .. q end,  -- rqfast's own: a queue's lifecycle events
   -- RQ 3.0's concurrency rate limits: the set of bare keys in use, a key's config hash, its slots
   rl_keys = PREFIX .. 'rl-keys',
   rl = function(k) return PREFIX .. 'rl:' .. k end,
@@ -88,6 +89,17 @@ local function add_to_lanes(queue, id, priority, at_front)
     score = tonumber(edge[2]) + (at_front and -1 or 1)
   end
   redis.call('ZADD', key, string.format('%.0f', score), id)
+end
+
+-- rqfast's lifecycle events (rqfast/events.py): one XADD onto K.events(queue) for a job whose hash
+-- holds `events` (the stream's cap, as Queue(events=...) stored it); a job without the field (the
+-- default, and every job RQ enqueued) writes nothing. `events` is the field as the caller read it
+-- (a value that is not a positive number counts as none: a bad field never fails the state change).
+local function job_event(events, queue, name, id, worker, detail)
+  local cap = tonumber(events)
+  if not cap or cap < 1 then return end
+  redis.call('XADD', K.events(queue), 'MAXLEN', '~', math.floor(cap), '*', 'event', name, 'job_id', id, 'queue', queue,
+    'worker', worker or '', 'detail', detail or '')
 end
 
 -- Pushes an id onto a queue and registers the queue, as RQ's enqueue does; with a `priority` (the
@@ -315,22 +327,24 @@ local function release_dependents(parent_id, parent_status, now_text, exclude, p
   local released, pairs_out = {}, {}
   for _, dep_id in ipairs(dependent_ids) do
     local key = K.job(dep_id)
-    local fields = redis.call('HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures',
-      'enqueue_at_front', 'ttl', 'rate_limit_key', 'rate_limit_concurrency', 'priority')
-    local allow_failure = fields[4] == '1'
-    if fields[1] and fields[2] ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
-      local origin = fields[3] or ''
+    local data, status, origin, allow, at_front, ttl, rl_key, rl_concurrency, priority, events = unpack(redis.call(
+      'HMGET', key, 'data', 'status', 'origin', 'allow_dependency_failures', 'enqueue_at_front', 'ttl',
+      'rate_limit_key', 'rate_limit_concurrency', 'priority', 'events'))
+    local allow_failure = allow == '1'
+    if data and status ~= 'canceled' and dependencies_met(dep_id, allow_failure, parent_id, parent_status, exclude) then
+      origin = origin or ''
       redis.call('ZREM', K.deferred(origin), dep_id)
-      expire_job_keys(dep_id, fields[6])
+      expire_job_keys(dep_id, ttl)
       if park then
         redis.call('HSET', key, 'status', 'ready_to_enqueue')
         redis.call('ZADD', K.ready(origin), epoch_now(), dep_id)
-      elseif fields[7] and fields[7] ~= '' then  -- RQ 3.0 rate limit: waits for a slot (see rate_limit_wait)
+      elseif rl_key and rl_key ~= '' then  -- RQ 3.0 rate limit: waits for a slot (see rate_limit_wait)
         redis.call('SADD', K.queues, K.queue(origin))
-        rate_limit_wait(dep_id, fields[7], fields[8], epoch_now(), now_text)
+        rate_limit_wait(dep_id, rl_key, rl_concurrency, epoch_now(), now_text)
       else
         redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
-        push_job(origin, dep_id, fields[5] == '1', fields[9])
+        push_job(origin, dep_id, at_front == '1', priority)
+        job_event(events, origin, 'queued', dep_id)
       end
       released[#released + 1] = dep_id
       pairs_out[#pairs_out + 1] = origin
@@ -458,14 +472,17 @@ local function start_job(id, queue, w, x, c)
   local key = K.job(id)
   local job = redis.pcall('HGETALL', key)
   if job.err then return nil end  -- the key is not a hash: no job to start
-  local has_data, timeout, prioritized = false, nil, false
+  local has_data, timeout, prioritized, events = false, nil, false, nil
   for j = 1, #job, 2 do
-    if job[j] == 'data' then
+    local f = job[j]
+    if f == 'data' then
       has_data = true
-    elseif job[j] == 'timeout' then
+    elseif f == 'timeout' then
       timeout = job[j + 1]
-    elseif job[j] == 'priority' then
+    elseif f == 'priority' then
       prioritized = true
+    elseif f == 'events' then
+      events = job[j + 1]
     end
   end
   if not has_data then return nil end
@@ -485,6 +502,7 @@ local function start_job(id, queue, w, x, c)
   redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
   redis.call('EXPIRE', K.executions(id), ttl + c.grace)
   redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
+  job_event(events, queue, 'started', id, w)
   if w ~= '' and c.started then
     c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end
     c.started[#c.started + 1] = x

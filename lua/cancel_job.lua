@@ -11,11 +11,12 @@
 
 local id = ARGV[2]
 local key = K.job(id)
-local fields = redis.call('HMGET', key, 'status', 'origin', 'priority')
+local fields = redis.call('HMGET', key, 'status', 'origin', 'priority', 'events')
 if not fields[1] then return {0} end
 if fields[1] == 'canceled' then return {-1} end
 local origin = fields[2] or ''
 redis.call('HSET', key, 'status', 'canceled')
+job_event(fields[4], origin, 'canceled', id)  -- rqfast's events (a job of Queue(events=...))
 local released = {}
 if ARGV[5] == '1' then
   local _, _, enqueued = release_dependents(id, 'finished', ARGV[4], false, false)

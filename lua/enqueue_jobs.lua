@@ -32,6 +32,8 @@
 --   (waiting for a rate-limit slot), "duplicate" or
 --   "not_failed" (a requeue of a job that is not in the failed registry; nothing written)
 --   ("duplicate": unique was asked and the job hash exists; nothing was written for it).
+-- A job whose fields hold `events` (Queue(events=...)) also gets an event on <prefix>events:<queue>
+-- named after its status ("stored" as "queued"; a requeue's "requeued"): see job_event in _common.lua.
 
 local queue = ARGV[2]
 local now_text = ARGV[3]
@@ -127,6 +129,10 @@ for n = 1, tonumber(ARGV[6]) do
     results[n] = 'duplicate'
   else
     results[n] = enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+    if results[n] ~= 'not_failed' then  -- rqfast's events: requeued, or the status the job got
+      local event = results[n] == 'stored' and 'queued' or results[n]
+      job_event(field_value(fields, 'events'), queue, mode == 'requeue' and 'requeued' or event, id)
+    end
     if group ~= '' and results[n] ~= 'not_failed' then
       redis.call('SADD', K.group(group), id)
       grouped = true

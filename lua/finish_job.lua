@@ -31,6 +31,8 @@
 -- then n result stream fields, then field, value, ...  (XADD; n = 0 writes no entry)
 -- then: claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job
 --   hash to drop, longest usable job id, worker idle TTL, new execution id, n queues, queue names...
+-- then (optional) the outcome's event name and detail for rqfast's events (job_event in _common.lua:
+--   written only for a job whose hash holds `events`; "" or absent: none)
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
 -- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off.
 
@@ -48,11 +50,12 @@ c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), ton
 c.max_id_len = tonumber(r.next())
 local idle_ttl, next_x = r.next(), r.next()
 local queues = r.list()
+local event, event_detail = r.next() or '', r.next()
 
 local key = K.job(id)
 -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
 -- parent's status before its own writes.
-local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority')
+local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events', 'worker_name')
 local status_before = read[1]
 local exists = status_before ~= false or redis.call('EXISTS', key) == 1
 local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
@@ -112,6 +115,7 @@ end
 -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
 if exists then
   if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+  if event ~= '' then job_event(read[4], origin, event, id, w ~= '' and w or read[5], event_detail) end
   if #stream > 0 then
     local results = K.results(id)
     redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(stream))

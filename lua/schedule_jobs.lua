@@ -50,18 +50,20 @@ local function move_due(q)
   for _, id in ipairs(ids) do
     local key = K.job(id)
     local job = redis.call('HMGET', key, 'data', 'enqueue_at_front', 'enqueue_at_front_on_retry', 'ended_at', 'ttl',
-      'rate_limit_key', 'rate_limit_concurrency', 'priority')
+      'rate_limit_key', 'rate_limit_concurrency', 'priority', 'events')
     local at_front = job[2] == '1' or (job[3] == '1' and job[4] ~= false and job[4] ~= '')
     if job[1] and job[6] and job[6] ~= '' then  -- RQ 3.0 rate limit: waits for a slot, as RQ 3.0's scheduler
       -- promoted at the front when due there (a retry with enqueue_at_front), noted on the job as 3.0 does
       if at_front and job[2] ~= '1' then redis.call('HSET', key, 'enqueue_at_front', '1') end
       expire_job_keys(id, job[5])
-      rate_limit_wait(id, job[6], job[7], now_int, now_text)
+      local promoted = rate_limit_wait(id, job[6], job[7], now_int, now_text)
+      job_event(job[9], q, promoted and 'queued' or 'rate_limited', id)
       moved = moved + 1
     elseif job[1] then
       redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now_text)
       expire_job_keys(id, job[5])
       push_job(q, id, at_front, job[8])
+      job_event(job[9], q, 'queued', id)  -- rqfast's events (a job enqueued with Queue(events=...))
       moved = moved + 1
     end
     redis.call('ZREM', scheduled, id)

@@ -86,6 +86,7 @@ HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the work
 HORSE_STANDBY = 10  # seconds a horse that reported waits for its worker to record the outcome (or die)
 RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>
 RETRY_EXPONENTIAL_CAP = 3600  # Retry.exponential's default longest delay, in seconds
+EVENTS_MAXLEN = 10_000  # XADD MAXLEN ~ of rq:events:<queue> for Queue(events=True) (rqfast.events)
 OUTPUT_CAP = 64 * 1024  # characters of a capture_output job's output kept per run; the rest is counted and marked
 # A worker with concurrency > 1 and jobs in flight looks at its empty queues again this often (s) for
 # its free slots (a finishing job claims for them at no cost; an idle worker blocks instead).

@@ -187,6 +187,7 @@ OPTIONAL_DATE = Codec(_date, _read_date)
 CREATED_AT = Codec(lambda job, v: utcformat(v or now()), _read_date, none=WRITE)  # None: now
 INT = Codec(None, _int)
 POSITIVE_INT = Codec(_or_none, _int)  # left out when 0
+EVENTS_CAP = Codec(_or_none, lambda job, v: int(v) if v.isdigit() and int(v) > 0 else None)  # bad: none, not poison
 TIMEOUT = Codec(None, lambda job, v: parse_timeout(as_text(v)))
 JSON = Codec(_json, _read_json)
 NONEMPTY_JSON = Codec(_nonempty_json, _read_json)
@@ -269,6 +270,7 @@ class JobRecord:
     _rqfast_trace: str | None = _stored(NONEMPTY_TEXT)  # rqfast's: the enqueuer's W3C traceparent (tracing.py)
     capture_output: bool = _stored(TRUE_FLAG, False)  # rqfast's own (additive): the worker captures its output
     priority: int | None = _stored(INT)  # rqfast's own (additive): the job's priority lane, 0..9 (0 first)
+    events: int | None = _stored(EVENTS_CAP)  # rqfast's own (additive): its queue's events cap (rqfast.events)
 
     @property
     def has_rate_limit(self) -> bool:

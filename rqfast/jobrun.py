@@ -71,7 +71,8 @@ class JobRun(JobSpec):
     # --- progress: rqfast's own `progress` field of the job hash (RQ ignores it)
 
     def set_progress(self, value: Any) -> None:
-        """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET."""
+        """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET
+        (one script call for a job with events, which also writes a `progress` event: rqfast.events)."""
         import json  # here, as in jobhash.py: a spawned child whose job reports no progress never imports it
 
         try:
@@ -80,6 +81,11 @@ class JobRun(JobSpec):
             raise TypeError(
                 f'set_progress: a JSON value (number, text, list, dict...) is needed, got {value!r}'
             ) from exc
+        if self.events:  # rqfast's events: the field and a `progress` event, in one script call
+            from .scripts import set_progress  # here: a horse whose job reports no progress never loads it
+
+            set_progress(self.connection, self.id, encoded, self.origin, self.events)
+            return
         self.connection.hset(self.key, 'progress', encoded)
 
     @property

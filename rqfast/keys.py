@@ -85,6 +85,11 @@ def dead_letter_key(queue: str) -> str:
     return f'{PREFIX}dead-letter:{queue}'
 
 
+def events_key(queue: str) -> str:
+    """rqfast's own (additive): the capped stream of a queue's job lifecycle events (rqfast.events)."""
+    return f'{PREFIX}events:{queue}'
+
+
 def execution_key(job_id: str, execution_id: str) -> str:
     return f'{PREFIX}execution:{job_id}:{execution_id}'
 

@@ -42,6 +42,10 @@ class Plan:
     stream_ttl: int | str = ''
     fields: dict[str, Any] = field(default_factory=dict)
     stream: dict[str, Any] = field(default_factory=dict)
+    # rqfast's lifecycle event (rqfast.events), written only for a job enqueued with events on; not
+    # compared: the writes of an outcome are the same with or without it
+    event: str = field(default='', compare=False)
+    event_detail: str = field(default='', compare=False)
 
 
 # --- what an outcome means: RQ 2.12's rules, as Plans
@@ -96,7 +100,31 @@ def plan(
             result = Plan(release_as=result.release_as, counter=result.counter, fields={'status': status})
     if outcome.output is not None and result.stream:  # capture_output=True: rqfast's own field, RQ ignores it
         result.stream['output'] = outcome.output
+    result.event, result.event_detail = _event(result, outcome)
     return result
+
+
+def _event(plan: Plan, outcome: Outcome) -> tuple[str, str]:
+    """The outcome's lifecycle event and its detail (the exception's type name, when the job raised)."""
+    kind = outcome.kind
+    raised = kind not in (OutcomeKind.SUCCESS, OutcomeKind.RETRY)
+    detail = exc_type_name(outcome.exc_info, outcome.exc_string) if raised else ''
+    if kind is OutcomeKind.SUCCESS:
+        return 'finished', ''  # (a Repeat job's too: its next run starts again)
+    if plan.put_back:
+        return 'scheduled' if plan.put_back == 'schedule' else 'retried', detail
+    return str(plan.fields.get('status', '')), detail
+
+
+def exc_type_name(exc_info: Any, exc_string: str) -> str:
+    """`ValueError`, `mymodule.Boom`: from exc_info when the run has it, else the traceback's last line."""
+    if isinstance(exc_info, tuple) and exc_info and isinstance(exc_info[0], type):
+        return exc_info[0].__name__
+    for line in reversed(exc_string.strip().splitlines()):
+        name = line.split(':', 1)[0].strip()
+        if name and not line[:1].isspace() and name.replace('.', '').replace('_', '').isalnum():
+            return name
+    return ''
 
 
 def _ended_fields(job: Job, status: JobStatus | None, ended_at: datetime | None) -> dict[str, Any]:

@@ -114,6 +114,7 @@ class Queue(DependentsQueue):
         if rate_limit is not None:
             job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
         job.capture_output, job.priority = capture_output, priority
+        job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         return job
 
     @classmethod
@@ -229,6 +230,7 @@ class Queue(DependentsQueue):
         job.priority = check_priority(job.priority)  # (a job made by hand: checked before it is stored)
         if job.timeout is None:
             job.timeout = self._default_timeout
+        job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         mode = 'queue' if self._is_async else 'store'
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
@@ -366,6 +368,7 @@ class Queue(DependentsQueue):
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
+        job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         self._check_rate_limit_namespace(job)
         record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))

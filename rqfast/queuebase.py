@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys, registry, scripts, security, suspension
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL, rq2_compat
+from .events import events_cap
 from .exceptions import DequeueTimeout, NoSuchJobError
 from .imports import import_attribute
 from .intermediate_queue import IntermediateQueue
@@ -83,6 +84,7 @@ class BaseQueue:
         serializer: Any = None,
         death_penalty_class: Any = UnixSignalDeathPenalty,
         signing_key: str | bytes | None = None,
+        events: bool | int = False,
         **kwargs: Any,
     ):
         if not connection:
@@ -100,6 +102,7 @@ class BaseQueue:
             signing_key
         )  # jobs are signed (docs/security.md); else $RQFAST_SIGNING_KEY
         self._redis_server_version: tuple[int, ...] | None = None
+        self.events = events_cap(events)  # rqfast's own: its jobs' lifecycle events (rqfast.events), or None
 
     @classmethod
     def all(

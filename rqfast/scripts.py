@@ -109,6 +109,11 @@ def enqueue_jobs(
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]
 
 
+def set_progress(connection: Redis, job_id: str, value: str, queue: str, events: int) -> None:
+    """Job.set_progress() for a job with events: its progress field and a `progress` event (lua/set_progress.lua)."""
+    call('set_progress', connection, [job_id, value, queue, events])
+
+
 def enqueue_cron_job(
     connection: Redis,
     queue: str,

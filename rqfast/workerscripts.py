@@ -71,6 +71,7 @@ def finish_job(
     """
     args = _outcome_args(worker_name, times, job_id, queue, execution_id, fence, plan, working_time)
     args.extend(_claim_tail(claim_next, monitoring_interval, grace, idle_ttl, next_execution_id, queues))
+    args.extend((plan.event, plan.event_detail))
     if pipeline is not None:
         script('finish_job').queue(pipeline, args)
         return []
@@ -150,6 +151,7 @@ def batch_outcome(
     """Made where the job ran, so that the worker's loop thread only joins them (finish_jobs)."""
     rest = _outcome_rest(job_id, queue, execution_id, '', plan, working_time)
     rest.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
+    rest.extend((plan.event, plan.event_detail))  # (always: finish_jobs reads this outcome's span in full)
     # the outcome's own header, then finish_job.lua's ARGV from 2: count, worker name "" (times follow)
     head = [job_id, execution_id, plan.counter, repr(float(working_time)), 1 + TIMES + len(rest), '']
     head_packed, rest_packed = packed(head), packed(rest)

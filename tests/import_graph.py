@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         ],
     ),
     ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),
-    ('results', ['results']),
+    ('results', ['results', 'events']),
     (
         'job',
         ['joboptions', 'callbacks', 'jobspec', 'jobrun', 'enqueueing', 'dependencies', 'job', 'command', 'dependency'],

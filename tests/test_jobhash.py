@@ -72,6 +72,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
     job._rqfast_trace = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'  # rqfast's (tracing.py)
     job.capture_output = True  # rqfast's own field (docs/features.md)
     job.priority = 3  # rqfast's own field (docs/features.md)
+    job.events = 100  # rqfast's own field: its queue's events cap (rqfast.events)
     job.set_local_status(JobStatus.FAILED)
     job.set_local_result(42)
     job._exc_info = 'Traceback ...'

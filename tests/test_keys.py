@@ -36,6 +36,7 @@ CASES = {
     'K.cron_jobs': keys.CRON_JOBS,
     "K.cron_job_history('c1')": keys.cron_job_history_key('c1'),
     "K.dead_letter('q1')": keys.dead_letter_key('q1'),
+    "K.events('q1')": keys.events_key('q1'),
     'K.rl_keys': keys.RATE_LIMIT_KEYS,
     'K.paused_queues': keys.PAUSED_QUEUES,
     "K.rl('r1')": keys.rate_limit_config_key('r1'),

@@ -9,6 +9,7 @@ from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
 from .enqueue import enqueue
+from .event_stream import events
 from .exporter import metrics
 from .monitor import info
 from .pool import worker_pool
@@ -35,7 +36,8 @@ for command in (
     cron,
     metrics,
     worker_alive,
+    events,
 ):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']
+__all__ = ['cron', 'enqueue', 'events', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']
