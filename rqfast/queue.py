@@ -12,6 +12,7 @@ from typing import Any
 from . import keys, registry, scripts
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
+from .debounce import Debounce, Held, Throttle, keyed_option
 from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
 from .dependents import DependentsQueue
 from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
@@ -113,6 +114,7 @@ class Queue(DependentsQueue):
         # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
         rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
         capture_output = kwargs.pop('capture_output', False)  # rqfast's own option (docs/features.md)
+        debounce, throttle = kwargs.pop('debounce', None), kwargs.pop('throttle', None)  # rqfast's own too
         if 'args' in kwargs or 'kwargs' in kwargs:
             if args:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
@@ -140,6 +142,8 @@ class Queue(DependentsQueue):
             webhooks,
             rate_limit,
             capture_output,
+            debounce,
+            throttle,
         )
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
@@ -169,9 +173,12 @@ class Queue(DependentsQueue):
         webhooks: Sequence[Any] | None = None,
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
+        debounce: Any = None,
+        throttle: Any = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
+        keyed = keyed_option(debounce, throttle, depends_on=depends_on, unique=unique, pipeline=pipeline)
         job = self.create_job(
             func,
             args=args,
@@ -194,6 +201,8 @@ class Queue(DependentsQueue):
             rate_limit=rate_limit,
             capture_output=capture_output,
         )
+        if keyed is not None:
+            return self._enqueue(job, None, at_front, False, check_dependencies=True, keyed=keyed)
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
     def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
@@ -204,7 +213,15 @@ class Queue(DependentsQueue):
         """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
 
-    def _enqueue(self, job: Job, pipeline: Any, at_front: bool, unique: bool, check_dependencies: bool) -> Job:
+    def _enqueue(
+        self,
+        job: Job,
+        pipeline: Any,
+        at_front: bool,
+        unique: bool,
+        check_dependencies: bool,
+        keyed: Debounce | Throttle | None = None,
+    ) -> Job:
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         if unique and job.depends_on_ids:
@@ -216,17 +233,31 @@ class Queue(DependentsQueue):
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
+        score: int | str = ''
+        if isinstance(keyed, Debounce):  # scheduled at now + delay, as enqueue_in does (at_front: when it moves)
+            mode, score = 'schedule', keyed.score(now())
+            if at_front:
+                job.enqueue_at_front = True
         record = enqueue_record(
             job,
             mode,
             at_front=at_front,
             unique=unique,
+            score=score,
             check_dependencies=check_dependencies,
             allow_failure=bool(job.allow_dependency_failures) and not rq2_compat(),  # RQ 3.0: a failed one is met
         )
-        self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
-        if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
+        held = self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async), guard=keyed)
+        if held is not None:  # throttled: no job was created; the one holding the window stands for it
+            return self._held_job(held)
+        if not self._is_async and job.get_status(refresh=False) not in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
             self.run_sync(job)
+        return job
+
+    def _held_job(self, held: Held) -> Job:
+        job = self.job_class(held.job_id, connection=self.connection, serializer=self.serializer)
+        if held.raw:
+            job.restore(held.raw)
         return job
 
     def _prepare_for_queue(self, job: Job) -> None:
@@ -236,12 +267,19 @@ class Queue(DependentsQueue):
             job.timeout = self._default_timeout
         job.set_local_status(JobStatus.QUEUED)
 
-    def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None, group: str = '') -> None:
+    def _store(
+        self,
+        jobs: Sequence[Job],
+        records: list[list[Any]],
+        pipeline: Any = None,
+        group: str = '',
+        guard: Debounce | Throttle | None = None,
+    ) -> Held | None:
         if self.signing_key is not None:
             for job, record in zip(jobs, records, strict=True):
                 signature = sign_fields(self.signing_key, job.id, scripts.record_fields(record))
                 scripts.add_record_field(record, SIGNATURE_FIELD, signature)
-        store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group)
+        return store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group, guard=guard)
 
     @staticmethod
     def prepare_data(
@@ -335,6 +373,8 @@ class Queue(DependentsQueue):
     def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> Job:
         options = self.parse_args(f, *args, **kwargs)._asdict()
         at_front, unique, pipeline = options.pop('at_front'), options.pop('unique'), options.pop('pipeline')
+        if options.pop('debounce') is not None or options.pop('throttle') is not None:
+            raise ValueError('debounce and throttle are not supported with enqueue_at or enqueue_in')
         job = self.create_job(**options)
         if at_front:
             job.enqueue_at_front = True
