@@ -55,7 +55,10 @@ EnqueueData = namedtuple(
         'on_stopped',
         'repeat',
         'webhooks',
+        'debounce',  # rqfast's own two (rqfast.debounce); RQ's EnqueueData ends at webhooks
+        'throttle',
     ],
+    defaults=(None, None),
 )
 
 

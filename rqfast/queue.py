@@ -301,6 +301,8 @@ class Queue(DependentsQueue):
         on_stopped: Any = None,
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
+        debounce: Any = None,
+        throttle: Any = None,
     ) -> EnqueueData:
         return EnqueueData(
             func,
@@ -321,6 +323,8 @@ class Queue(DependentsQueue):
             on_stopped,
             repeat,
             webhooks,
+            debounce,
+            throttle,
         )
 
     def enqueue_many(
@@ -337,6 +341,12 @@ class Queue(DependentsQueue):
         datas = list(job_datas)
         if not rq2_compat():
             _reject_duplicate_ids(datas)
+        keyed = [(d, keyed_option(d.debounce, d.throttle, depends_on=d.depends_on, pipeline=pipeline)) for d in datas]
+        if join_group and any(option for _, option in keyed):
+            raise ValueError('debounce and throttle are not supported in Group.enqueue_many')
+        # each debounced or throttled job is its own guard script call, after the batch's
+        one_by_one = [(self._job_from_data(d, JobStatus.QUEUED, group_id), d.at_front, o) for d, o in keyed if o]
+        datas = [d for d, option in keyed if option is None]
         plain_datas = [d for d in datas if not d.depends_on]
         dependent_datas = [d for d in datas if d.depends_on]
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in plain_datas]
@@ -361,11 +371,12 @@ class Queue(DependentsQueue):
             self._store(everything[chunk], records[chunk], pipeline=pipeline, group=group)
         unmet = [job for job in dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
         met = [job for job in dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
-        return plain + unmet + met
+        guarded = [self._enqueue(job, None, at_front, False, True, option) for job, at_front, option in one_by_one]
+        return plain + unmet + met + guarded
 
     def _job_from_data(self, data: EnqueueData, status: JobStatus, group_id: str | None) -> Job:
         options = data._asdict()
-        del options['at_front']
+        del options['at_front'], options['debounce'], options['throttle']
         return self.create_job(**options, status=status, group_id=group_id)
 
     # --- scheduling
