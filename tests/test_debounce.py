@@ -18,7 +18,7 @@ import redis
 import rq
 import rq.scheduler
 
-from rqfast import Queue, SimpleWorker, keys
+from rqfast import Queue, RateLimit, SimpleWorker, keys
 from rqfast.decorators import job as job_decorator
 from rqfast.job import Job, JobStatus
 from rqfast.registry import FinishedJobRegistry, ScheduledJobRegistry
@@ -132,6 +132,30 @@ def test_a_job_waiting_again_after_it_started_is_not_replaced(connection: redis.
     assert set(ScheduledJobRegistry('q', connection=connection).get_job_ids()) == {first.id, second.id}
 
 
+def test_a_replaced_rate_limited_job_frees_its_slot(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection)
+    first = queue.enqueue(RECORD, 1, debounce=('k', 0), rate_limit=RateLimit('rl', 1))
+    wait_for(lambda: time.time() >= connection.zscore(keys.scheduled_registry_key('q'), first.id), step=0.02)
+    move_due(connection)
+    assert first.get_status() == JobStatus.QUEUED  # promoted: it holds the key's one slot
+    assert connection.zrange(keys.rate_limit_allowed_key('rl'), 0, -1) == [first.id.encode()]
+
+    second = queue.enqueue(RECORD, 2, debounce=('k', 30), rate_limit=RateLimit('rl', 1))
+
+    assert not Job.exists(first.id, connection) and queue.job_ids == []
+    assert connection.zcard(keys.rate_limit_allowed_key('rl')) == 0
+    assert second.get_status() == JobStatus.SCHEDULED
+
+
+def test_a_sync_queue_schedules_a_debounced_job_as_enqueue_in_does(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection, is_async=False)
+    queue.enqueue(RECORD, 1, debounce=('k', 30))
+    last = queue.enqueue(RECORD, 2, debounce=('k', 30), at_front=True)
+    assert last.get_status() == JobStatus.SCHEDULED and runs(connection) == []
+    assert ScheduledJobRegistry('q', connection=connection).get_job_ids() == [last.id]
+    assert Job.fetch(last.id, connection).enqueue_at_front
+
+
 def test_keys_are_independent_and_plain_jobs_untouched(connection: redis.Redis) -> None:
     queue = Queue('q', connection=connection)
     plain = queue.enqueue(RECORD, 0)
@@ -228,6 +252,10 @@ def test_throttle_with_dependencies_a_sync_queue_and_the_decorator(connection: r
     child = queue.enqueue(RECORD, 1, throttle=('t', 30), depends_on=parent)
     assert child.get_status() == JobStatus.DEFERRED
     assert queue.enqueue(RECORD, 2, throttle=('t', 30)).id == child.id
+
+    limited = queue.enqueue(RECORD, 7, throttle=('r', 30), rate_limit=RateLimit('rl', 1))
+    assert queue.enqueue(RECORD, 8, throttle=('r', 30), rate_limit=RateLimit('rl', 1)).id == limited.id
+    assert connection.zrange(keys.rate_limit_allowed_key('rl'), 0, -1) == [limited.id.encode()]
 
     sync = Queue('sync', connection=connection, is_async=False)
     ran = sync.enqueue(RECORD, 3, throttle=('s', 30))
