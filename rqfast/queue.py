@@ -14,137 +14,28 @@ from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
 from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
-from .dependents import DependentsQueue
-from .enqueueing import _OPTION_NAMES, EnqueueArgs, EnqueueData, enqueue_record, store_jobs
+from .enqueueing import EnqueueArgs, EnqueueData, enqueue_record, store_jobs
 from .job import Job, JobStatus, Retry
+from .jobcreation import CreatingQueue
 from .outcome import OutcomeKind
-from .rate_limit import RateLimit, rate_limit_of
+from .rate_limit import RateLimit
 from .repeat import Repeat
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
-from .timeouts import parse_timeout
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
 
-class Queue(DependentsQueue):
-    """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), and
-    every way to enqueue a job."""
+class Queue(CreatingQueue):
+    """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), making
+    a job from a call (CreatingQueue), and every way to enqueue a job."""
 
     @property
     def registry_cleaning_key(self) -> str:
         """Under this module's RQ_KEY_PREFIX, read at each call as RQ 3.0's Queue does."""
         return keys.maintenance_lock_key(self.name, RQ_KEY_PREFIX)
 
-    # --- creating jobs
-
-    def create_job(
-        self,
-        func: Any,
-        args: tuple[Any, ...] | list[Any] | None = None,
-        kwargs: dict[str, Any] | None = None,
-        timeout: Any = None,
-        result_ttl: Any = None,
-        ttl: Any = None,
-        failure_ttl: Any = None,
-        description: str | None = None,
-        depends_on: Any = None,
-        job_id: str | None = None,
-        meta: dict[str, Any] | None = None,
-        status: JobStatus = JobStatus.QUEUED,
-        retry: Retry | None = None,
-        repeat: Repeat | None = None,
-        *,
-        on_success: Any = None,
-        on_failure: Any = None,
-        on_stopped: Any = None,
-        webhooks: Sequence[Any] | None = None,
-        group_id: str | None = None,
-        rate_limit: RateLimit | None = None,
-        capture_output: bool = False,
-    ) -> Job:
-        if not isinstance(capture_output, bool):
-            raise TypeError(f'capture_output must be True or False, not {capture_output!r}')
-        timeout = parse_timeout(timeout)
-        if timeout is None:
-            timeout = self._default_timeout
-        elif timeout == 0:
-            raise ValueError('0 timeout is not allowed. Use -1 for infinite timeout')
-        ttl = parse_timeout(ttl)
-        if ttl is not None and ttl <= 0:
-            raise ValueError('Job ttl must be greater than 0')
-        job = self.job_class.create(
-            func,
-            args=args,
-            kwargs=kwargs,
-            connection=self.connection,
-            result_ttl=result_ttl,
-            ttl=ttl,
-            failure_ttl=failure_ttl,
-            status=status,
-            description=description,
-            depends_on=depends_on,
-            timeout=timeout,
-            id=job_id,
-            origin=self.name,
-            meta=meta,
-            serializer=self.serializer,
-            on_success=on_success,
-            on_failure=on_failure,
-            on_stopped=on_stopped,
-            webhooks=webhooks,
-            group_id=group_id,
-        )
-        if retry:
-            job.retries_left, job.retry_intervals = retry.max, retry.intervals
-            job.enqueue_at_front_on_retry = retry.enqueue_at_front
-        if repeat:
-            job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
-        if rate_limit is not None:
-            job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
-        job.capture_output = capture_output
-        return job
-
-    @classmethod
-    def parse_args(cls, f: Any, *args: Any, **kwargs: Any) -> EnqueueArgs:
-        if not isinstance(f, str) and getattr(f, '__module__', None) == '__main__':
-            raise ValueError('Functions from the __main__ module cannot be processed by workers')
-        options = {name: kwargs.pop(name, None) for name in _OPTION_NAMES}
-        webhooks = kwargs.pop('webhooks', None)
-        # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
-        rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
-        capture_output = kwargs.pop('capture_output', False)  # rqfast's own option (docs/features.md)
-        debounce, throttle = kwargs.pop('debounce', None), kwargs.pop('throttle', None)  # rqfast's own too
-        if 'args' in kwargs or 'kwargs' in kwargs:
-            if args:
-                raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
-            args, kwargs = kwargs.pop('args', None), kwargs.pop('kwargs', None)
-        return EnqueueArgs(
-            f,
-            options['job_timeout'],
-            options['description'],
-            options['result_ttl'],
-            options['ttl'],
-            options['failure_ttl'],
-            options['depends_on'],
-            options['job_id'],
-            bool(options['at_front']),
-            options['meta'],
-            options['retry'],
-            options['repeat'],
-            options['on_success'],
-            options['on_failure'],
-            options['on_stopped'],
-            options['pipeline'],
-            bool(options['unique']),
-            args,
-            kwargs,
-            webhooks,
-            rate_limit,
-            capture_output,
-            debounce,
-            throttle,
-        )
+    # --- enqueueing (creating a job from a call: CreatingQueue, jobcreation.py)
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_call(**self.parse_args(f, *args, **kwargs)._asdict())

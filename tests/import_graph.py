@@ -71,7 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
     ('runners', ['maintenance', 'sync', 'orphaned', 'horse', 'scheduler']),
     ('registry', ['registry', 'executions']),
-    ('queue', ['queuebase', 'dependents', 'queue', 'decorators']),
+    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
