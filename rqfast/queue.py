@@ -232,7 +232,7 @@ class Queue(CreatingQueue):
         datas = list(job_datas)
         if not rq2_compat():
             _reject_duplicate_ids(datas)
-        keyed = [(d, keyed_option(d.debounce, d.throttle, depends_on=d.depends_on, pipeline=pipeline)) for d in datas]
+        keyed = [(d, keyed_option(*_keyed_fields(d), depends_on=d.depends_on, pipeline=pipeline)) for d in datas]
         if join_group and any(option for _, option in keyed):
             raise ValueError('debounce and throttle are not supported in Group.enqueue_many')
         # each debounced or throttled job is its own guard script call, after the batch's
@@ -267,7 +267,8 @@ class Queue(CreatingQueue):
 
     def _job_from_data(self, data: EnqueueData, status: JobStatus, group_id: str | None) -> Job:
         options = data._asdict()
-        del options['at_front'], options['debounce'], options['throttle']
+        del options['at_front']
+        options.pop('debounce', None), options.pop('throttle', None)  # (absent from RQ's own EnqueueData)
         return self.create_job(**options, status=status, group_id=group_id)
 
     # --- scheduling
@@ -326,6 +327,11 @@ def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
             if data.job_id in seen:
                 raise ValueError(f"Job ID '{data.job_id}' appears more than once in enqueue_many()")
             seen.add(data.job_id)
+
+
+def _keyed_fields(data: EnqueueData) -> tuple[Any, Any]:
+    """An EnqueueData's debounce and throttle: None, None for one made by RQ's prepare_data (no such fields)."""
+    return getattr(data, 'debounce', None), getattr(data, 'throttle', None)
 
 
 def _rate_limited_mode(job: Job, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:

@@ -205,6 +205,8 @@ def test_debounce_on_the_job_decorator_and_enqueue_many(connection: redis.Redis)
     assert queue.job_ids == [made[0].id]
     assert not Job.exists(made[1].id, connection)
     assert connection.get(keys.debounce_key('many')) == made[2].id.encode()
+    (theirs,) = queue.enqueue_many([rq.Queue.prepare_data(RECORD, (4,))])  # RQ's EnqueueData has no such fields
+    assert queue.job_ids == [made[0].id, theirs.id]
 
 
 # --- throttle
@@ -268,6 +270,17 @@ def test_throttle_with_dependencies_a_sync_queue_and_the_decorator(connection: r
 
     record.__module__, record.__qualname__ = jobs.__name__, 'record_run'
     assert record.delay(5).id == record.delay(6).id
+
+
+def test_jobs_of_a_signing_queue_are_signed_through_the_guards(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection, signing_key=b'secret')
+    debounced = queue.enqueue(RECORD, 1, debounce=('k', 0))
+    throttled = queue.enqueue(RECORD, 2, throttle=('t', 30))
+    wait_for(lambda: time.time() >= connection.zscore(keys.scheduled_registry_key('q'), debounced.id), step=0.02)
+    move_due(connection)
+    SimpleWorker(['q'], connection=connection, signing_key=b'secret').work(burst=True, logging_level=None)
+    assert debounced.get_status() == throttled.get_status() == JobStatus.FINISHED
+    assert sorted(args for args, _ in runs(connection)) == [[1], [2]]
 
 
 # --- bad input: a clear error before anything touches Redis
