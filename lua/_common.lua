@@ -40,6 +40,9 @@ local K = {
   rl = function(k) return PREFIX .. 'rl:' .. k end,
   rl_allowed = function(k) return PREFIX .. 'rl:' .. k .. ':allowed' end,
   rl_waiting = function(k) return PREFIX .. 'rl:' .. k .. ':rate_limited' end,
+  -- rqfast's own: the id of a debounce burst's job, and the holder of a throttle window (with its TTL)
+  debounce = function(k) return PREFIX .. 'debounce:' .. k end,
+  throttle = function(k) return PREFIX .. 'throttle:' .. k end,
 }
 
 -- Sets the TTL of a job's hash and its two dependency sets, as RQ's Job.cleanup(ttl) does:

@@ -22,8 +22,9 @@ class JobFunction(Protocol, Generic[P, R_co]):
     """What `@job` returns for type checkers: the function itself, and `delay`/`enqueue` taking its parameters.
 
     At run time it is the decorated function with two attributes, as in RQ. `delay` also takes RQ's
-    per-call `job_id=`, `depends_on=` and `at_front=`; a type checker sees only the function's own
-    parameters there (pass those options through `Queue.enqueue` instead to keep them checked).
+    per-call `job_id=`, `depends_on=`, `at_front=` (and rqfast's `debounce=`, `throttle=`); a type checker
+    sees only the function's own parameters there (pass those options through `Queue.enqueue` instead to
+    keep them checked).
     """
 
     __name__: str
@@ -59,6 +60,8 @@ class job:  # noqa: N801 - RQ's name
         webhooks: Any = None,
         capture_output: bool = False,
         priority: int | None = None,
+        debounce: Any = None,
+        throttle: Any = None,
     ):
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
@@ -78,6 +81,7 @@ class job:  # noqa: N801 - RQ's name
             priority=check_priority(priority),
         )
         self.depends_on, self.at_front = depends_on, at_front
+        self.debounce, self.throttle = debounce, throttle  # rqfast's own (rqfast.debounce): delay() may override
 
     def __call__(self, f: Callable[P, R]) -> JobFunction[P, R]:
         @wraps(f)
@@ -87,6 +91,9 @@ class job:  # noqa: N801 - RQ's name
                 queue = self.queue_class(name=queue, connection=self.connection)
             depends_on = kwargs.pop('depends_on', None) or self.depends_on
             job_id = kwargs.pop('job_id', None)
+            debounce, throttle = kwargs.pop('debounce', None), kwargs.pop('throttle', None)
+            if debounce is None and throttle is None:
+                debounce, throttle = self.debounce, self.throttle
             options = dict(self.options)
             if rq2_compat():  # RQ 2.12: the decorator's result_ttl is 500 unless given; at_front=False never overrides
                 options['result_ttl'] = DEFAULT_RESULT_TTL if options['result_ttl'] is None else options['result_ttl']
@@ -95,7 +102,15 @@ class job:  # noqa: N801 - RQ's name
                 at_front = kwargs.pop('at_front', None)
                 at_front = self.at_front if at_front is None else at_front
             return queue.enqueue_call(
-                f, args=args, kwargs=kwargs, depends_on=depends_on, job_id=job_id, at_front=at_front, **options
+                f,
+                args=args,
+                kwargs=kwargs,
+                depends_on=depends_on,
+                job_id=job_id,
+                at_front=at_front,
+                debounce=debounce,
+                throttle=throttle,
+                **options,
             )
 
         f.delay = delay  # type: ignore[attr-defined]

@@ -94,6 +94,7 @@ CONCURRENT_POLL_INTERVAL = 0.1
 CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Python's default: 0.005)
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
+DEBOUNCE_KEY_GRACE = 86400  # seconds rq:debounce:<key> outlives its job's due time (then: a new burst)
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
 SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from redis import Redis
     from redis.client import Pipeline
 
+    from .debounce import Debounce, Held, Throttle
     from .joboptions import Retry
     from .jobspec import JobSpec
     from .repeat import Repeat
@@ -55,9 +56,11 @@ EnqueueData = namedtuple(
         'on_stopped',
         'repeat',
         'webhooks',
-        'priority',  # rqfast's own option (docs/features.md)
+        'priority',  # rqfast's own options (docs/features.md); RQ's EnqueueData ends at webhooks
+        'debounce',  # (rqfast.debounce)
+        'throttle',
     ],
-    defaults=(None,),
+    defaults=(None, None, None),
 )
 
 
@@ -85,6 +88,8 @@ class EnqueueArgs(NamedTuple):
     rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
+    debounce: Any = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
+    throttle: Any = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
 _OPTION_NAMES = (
@@ -114,18 +119,27 @@ def store_jobs(
     records: list[list[Any]],
     pipeline: Pipeline | None = None,
     group: str = '',
-) -> None:
+    guard: Debounce | Throttle | None = None,
+) -> Held | None:
     """One enqueue_jobs.lua call for `records` (one per job), each joining `group` when one is named;
-    each job's status and enqueued_at follow.
+    each job's status and enqueued_at follow. With a `guard` (debounce= or throttle=, one record, no
+    pipeline) the call is its guard script's instead: the job that holds a throttle window is returned
+    when the job was not stored.
 
     Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
     jobs then get the status the script will give them, read from their dependencies now, as RQ's
     enqueue does with a pipeline (a dependency that changes before execute() is the script's to judge).
     """
     moment = now()
-    statuses = scripts.enqueue_jobs(
-        connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline, group=group
-    )
+    if guard is not None:
+        status, held = guard.store(connection, queue, moment, records[0])
+        if held is not None:
+            return held
+        statuses: list[str] | None = [status]
+    else:
+        statuses = scripts.enqueue_jobs(
+            connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline, group=group
+        )
     if statuses is None:
         statuses = expected_statuses(connection, records)
     for job, status in zip(jobs, statuses, strict=True):
@@ -136,6 +150,7 @@ def store_jobs(
         job.set_local_status(JobStatus.QUEUED if status == 'stored' else JobStatus(status))
         if status in ('queued', 'stored'):
             job.enqueued_at = moment
+    return None
 
 
 def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:

@@ -1,8 +1,6 @@
-"""The one mapping between a Job and RQ's `rq:job:<id>` hash (section 2 of the layout).
-
-`JobRecord` lists every stored field: its attribute, Python type, default and how it is encoded.
-`job_fields` writes what RQ's Job.to_dict writes; `restore_job` reads what RQ's Job.restore reads;
-both are loops over JobRecord's fields.
+"""The one mapping between a Job and RQ's `rq:job:<id>` hash (section 2 of the layout): `JobRecord` lists
+every stored field (attribute, Python type, default, encoding); `job_fields` writes what RQ's Job.to_dict
+writes, `restore_job` reads what RQ's Job.restore reads, both loops over JobRecord's fields.
 """
 
 from __future__ import annotations

@@ -200,3 +200,13 @@ def rate_limit_allowed_key(key: str) -> str:
 def rate_limit_waiting_key(key: str) -> str:
     """zset of the job ids waiting for a slot (status rate_limited); score = when they started waiting."""
     return f'{PREFIX}rl:{key}:rate_limited'
+
+
+def debounce_key(key: str) -> str:
+    """rqfast's own: the id of the job a `debounce=(key, delay)` burst will run (expires: DEBOUNCE_KEY_GRACE)."""
+    return f'{PREFIX}debounce:{key}'
+
+
+def throttle_key(key: str) -> str:
+    """rqfast's own: the id of the job that opened a `throttle=(key, ttl)` window; expires with the window."""
+    return f'{PREFIX}throttle:{key}'

@@ -12,10 +12,9 @@ from typing import Any
 from . import keys, registry, scripts
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
+from .debounce import Debounce, Held, Throttle, keyed_option
 from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
-from .dependents import DependentsQueue
 from .enqueueing import (
-    _OPTION_NAMES,
     EnqueueArgs,
     EnqueueData,
     _pipeline_for,
@@ -25,137 +24,27 @@ from .enqueueing import (
     store_jobs,
 )
 from .job import Job, JobStatus, Retry
+from .jobcreation import CreatingQueue
 from .joboptions import check_priority
 from .outcome import OutcomeKind
-from .rate_limit import RateLimit, rate_limit_of
+from .rate_limit import RateLimit
 from .repeat import Repeat
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
-from .timeouts import parse_timeout
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
 
-class Queue(DependentsQueue):
-    """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), and
-    every way to enqueue a job."""
+class Queue(CreatingQueue):
+    """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), making
+    a job from a call (CreatingQueue), and every way to enqueue a job."""
 
     @property
     def registry_cleaning_key(self) -> str:
         """Under this module's RQ_KEY_PREFIX, read at each call as RQ 3.0's Queue does."""
         return keys.maintenance_lock_key(self.name, RQ_KEY_PREFIX)
 
-    # --- creating jobs
-
-    def create_job(
-        self,
-        func: Any,
-        args: tuple[Any, ...] | list[Any] | None = None,
-        kwargs: dict[str, Any] | None = None,
-        timeout: Any = None,
-        result_ttl: Any = None,
-        ttl: Any = None,
-        failure_ttl: Any = None,
-        description: str | None = None,
-        depends_on: Any = None,
-        job_id: str | None = None,
-        meta: dict[str, Any] | None = None,
-        status: JobStatus = JobStatus.QUEUED,
-        retry: Retry | None = None,
-        repeat: Repeat | None = None,
-        *,
-        on_success: Any = None,
-        on_failure: Any = None,
-        on_stopped: Any = None,
-        webhooks: Sequence[Any] | None = None,
-        group_id: str | None = None,
-        rate_limit: RateLimit | None = None,
-        capture_output: bool = False,
-        priority: int | None = None,
-    ) -> Job:
-        if not isinstance(capture_output, bool):
-            raise TypeError(f'capture_output must be True or False, not {capture_output!r}')
-        priority = check_priority(priority)
-        timeout = parse_timeout(timeout)
-        if timeout is None:
-            timeout = self._default_timeout
-        elif timeout == 0:
-            raise ValueError('0 timeout is not allowed. Use -1 for infinite timeout')
-        ttl = parse_timeout(ttl)
-        if ttl is not None and ttl <= 0:
-            raise ValueError('Job ttl must be greater than 0')
-        job = self.job_class.create(
-            func,
-            args=args,
-            kwargs=kwargs,
-            connection=self.connection,
-            result_ttl=result_ttl,
-            ttl=ttl,
-            failure_ttl=failure_ttl,
-            status=status,
-            description=description,
-            depends_on=depends_on,
-            timeout=timeout,
-            id=job_id,
-            origin=self.name,
-            meta=meta,
-            serializer=self.serializer,
-            on_success=on_success,
-            on_failure=on_failure,
-            on_stopped=on_stopped,
-            webhooks=webhooks,
-            group_id=group_id,
-        )
-        if retry:
-            job.retries_left, job.retry_intervals = retry.max, retry.intervals
-            job.enqueue_at_front_on_retry = retry.enqueue_at_front
-        if repeat:
-            job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
-        if rate_limit is not None:
-            job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
-        job.capture_output, job.priority = capture_output, priority
-        job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
-        return job
-
-    @classmethod
-    def parse_args(cls, f: Any, *args: Any, **kwargs: Any) -> EnqueueArgs:
-        if not isinstance(f, str) and getattr(f, '__module__', None) == '__main__':
-            raise ValueError('Functions from the __main__ module cannot be processed by workers')
-        options = {name: kwargs.pop(name, None) for name in _OPTION_NAMES}
-        webhooks = kwargs.pop('webhooks', None)
-        # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)
-        rate_limit = kwargs.pop('rate_limit') if rate_limit_of(kwargs.get('rate_limit')) else None
-        capture_output = kwargs.pop('capture_output', False)  # rqfast's own options (docs/features.md)
-        priority = check_priority(kwargs.pop('priority', None))
-        if 'args' in kwargs or 'kwargs' in kwargs:
-            if args:
-                raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
-            args, kwargs = kwargs.pop('args', None), kwargs.pop('kwargs', None)
-        return EnqueueArgs(
-            f,
-            options['job_timeout'],
-            options['description'],
-            options['result_ttl'],
-            options['ttl'],
-            options['failure_ttl'],
-            options['depends_on'],
-            options['job_id'],
-            bool(options['at_front']),
-            options['meta'],
-            options['retry'],
-            options['repeat'],
-            options['on_success'],
-            options['on_failure'],
-            options['on_stopped'],
-            options['pipeline'],
-            bool(options['unique']),
-            args,
-            kwargs,
-            webhooks,
-            rate_limit,
-            capture_output,
-            priority,
-        )
+    # --- enqueueing (creating a job from a call: CreatingQueue, jobcreation.py)
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_call(**self.parse_args(f, *args, **kwargs)._asdict())
@@ -185,9 +74,12 @@ class Queue(DependentsQueue):
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
         priority: int | None = None,
+        debounce: Any = None,
+        throttle: Any = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
+        keyed = keyed_option(debounce, throttle, depends_on=depends_on, unique=unique, pipeline=pipeline)
         job = self.create_job(
             func,
             args=args,
@@ -211,6 +103,8 @@ class Queue(DependentsQueue):
             capture_output=capture_output,
             priority=priority,
         )
+        if keyed is not None:
+            return self._enqueue(job, None, at_front, False, check_dependencies=True, keyed=keyed)
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
     def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
@@ -221,7 +115,15 @@ class Queue(DependentsQueue):
         """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
 
-    def _enqueue(self, job: Job, pipeline: Any, at_front: bool, unique: bool, check_dependencies: bool) -> Job:
+    def _enqueue(
+        self,
+        job: Job,
+        pipeline: Any,
+        at_front: bool,
+        unique: bool,
+        check_dependencies: bool,
+        keyed: Debounce | Throttle | None = None,
+    ) -> Job:
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         if unique and job.depends_on_ids:
@@ -235,17 +137,31 @@ class Queue(DependentsQueue):
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
+        score: int | str = ''
+        if isinstance(keyed, Debounce):  # scheduled at now + delay, as enqueue_in does (at_front: when it moves)
+            mode, score = 'schedule', keyed.score(now())
+            if at_front:
+                job.enqueue_at_front = True
         record = enqueue_record(
             job,
             mode,
             at_front=at_front,
             unique=unique,
+            score=score,
             check_dependencies=check_dependencies,
             allow_failure=bool(job.allow_dependency_failures) and not rq2_compat(),  # RQ 3.0: a failed one is met
         )
-        self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async))
-        if not self._is_async and job.get_status(refresh=False) != JobStatus.DEFERRED:
+        held = self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, self._is_async), guard=keyed)
+        if held is not None:  # throttled: no job was created; the one holding the window stands for it
+            return self._held_job(held)
+        if not self._is_async and job.get_status(refresh=False) not in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
             self.run_sync(job)
+        return job
+
+    def _held_job(self, held: Held) -> Job:
+        job = self.job_class(held.job_id, connection=self.connection, serializer=self.serializer)
+        if held.raw:
+            job.restore(held.raw)
         return job
 
     def _prepare_for_queue(self, job: Job) -> None:
@@ -255,12 +171,19 @@ class Queue(DependentsQueue):
             job.timeout = self._default_timeout
         job.set_local_status(JobStatus.QUEUED)
 
-    def _store(self, jobs: Sequence[Job], records: list[list[Any]], pipeline: Any = None, group: str = '') -> None:
+    def _store(
+        self,
+        jobs: Sequence[Job],
+        records: list[list[Any]],
+        pipeline: Any = None,
+        group: str = '',
+        guard: Debounce | Throttle | None = None,
+    ) -> Held | None:
         if self.signing_key is not None:
             for job, record in zip(jobs, records, strict=True):
                 signature = sign_fields(self.signing_key, job.id, scripts.record_fields(record))
                 scripts.add_record_field(record, SIGNATURE_FIELD, signature)
-        store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group)
+        return store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group, guard=guard)
 
     @staticmethod
     def prepare_data(
@@ -283,6 +206,8 @@ class Queue(DependentsQueue):
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
         priority: int | None = None,
+        debounce: Any = None,
+        throttle: Any = None,
     ) -> EnqueueData:
         return EnqueueData(
             func,
@@ -304,6 +229,8 @@ class Queue(DependentsQueue):
             repeat,
             webhooks,
             check_priority(priority),
+            debounce,
+            throttle,
         )
 
     def enqueue_many(
@@ -320,6 +247,12 @@ class Queue(DependentsQueue):
         datas = list(job_datas)
         if not rq2_compat():
             _reject_duplicate_ids(datas)
+        keyed = [(d, keyed_option(*_keyed_fields(d), depends_on=d.depends_on, pipeline=pipeline)) for d in datas]
+        if join_group and any(option for _, option in keyed):
+            raise ValueError('debounce and throttle are not supported in Group.enqueue_many')
+        # each debounced or throttled job is its own guard script call, after the batch's
+        one_by_one = [(self._job_from_data(d, JobStatus.QUEUED, group_id), d.at_front, o) for d, o in keyed if o]
+        datas = [d for d, option in keyed if option is None]
         plain_datas = [d for d in datas if not d.depends_on]
         dependent_datas = [d for d in datas if d.depends_on]
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in plain_datas]
@@ -344,11 +277,13 @@ class Queue(DependentsQueue):
             self._store(everything[chunk], records[chunk], pipeline=pipeline, group=group)
         unmet = [job for job in dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
         met = [job for job in dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
-        return plain + unmet + met
+        guarded = [self._enqueue(job, None, at_front, False, True, option) for job, at_front, option in one_by_one]
+        return plain + unmet + met + guarded
 
     def _job_from_data(self, data: EnqueueData, status: JobStatus, group_id: str | None) -> Job:
         options = data._asdict()
         del options['at_front']
+        options.pop('debounce', None), options.pop('throttle', None)  # (absent from RQ's own EnqueueData)
         return self.create_job(**options, status=status, group_id=group_id)
 
     # --- scheduling
@@ -356,6 +291,8 @@ class Queue(DependentsQueue):
     def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> Job:
         options = self.parse_args(f, *args, **kwargs)._asdict()
         at_front, unique, pipeline = options.pop('at_front'), options.pop('unique'), options.pop('pipeline')
+        if options.pop('debounce') is not None or options.pop('throttle') is not None:
+            raise ValueError('debounce and throttle are not supported with enqueue_at or enqueue_in')
         job = self.create_job(**options)
         if at_front:
             job.enqueue_at_front = True
@@ -396,6 +333,11 @@ class Queue(DependentsQueue):
             or self.redis_queue_namespace_prefix != Queue.redis_queue_namespace_prefix
         ):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
+
+
+def _keyed_fields(data: EnqueueData) -> tuple[Any, Any]:
+    """An EnqueueData's debounce and throttle: None, None for one made by RQ's prepare_data (no such fields)."""
+    return getattr(data, 'debounce', None), getattr(data, 'throttle', None)
 
 
 # get_queue() of a registry (a layer below) makes one of these.

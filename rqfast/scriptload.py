@@ -35,7 +35,11 @@ def _lua_dir() -> Path:
 
 # Scripts sent with another script's body after their own: a guard that, when it does not return,
 # falls through into a state change it reuses unchanged.
-FOLLOWED_BY = {'enqueue_cron_job': 'enqueue_jobs'}
+FOLLOWED_BY = {
+    'enqueue_cron_job': 'enqueue_jobs',
+    'enqueue_debounced': 'enqueue_jobs',
+    'enqueue_throttled': 'enqueue_jobs',
+}
 # Scripts sent after another script's body wrapped as a function, `_finish_one(args, offset)`, that
 # they call once per item with that script's ARGV: its ARGV[i] is args[i + offset] (from i = 2: the
 # wrapped script reads its arguments with argv_reader only, and ARGV[1], the prefix, is the caller's),

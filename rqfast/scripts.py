@@ -140,6 +140,29 @@ def enqueue_cron_job(
     return status, (float(reply[1]) if status == 'refused' else None)
 
 
+def enqueue_debounced(
+    connection: Redis, queue: str, now_text: str, now_epoch: int, record: list[Any], key: str, key_ttl: int
+) -> str:
+    """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
+    burst held if it never started (see lua/enqueue_debounced.lua); the job's status."""
+    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record, key, key_ttl]
+    return _text(call('enqueue_debounced', connection, args)[0])
+
+
+def enqueue_throttled(
+    connection: Redis, queue: str, now_text: str, now_epoch: int, record: list[Any], key: str, ttl_ms: int
+) -> tuple[str, str, dict[bytes, bytes]]:
+    """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua): (the job's status, '', {}),
+    or ('throttled', the holder's id, the holder's job hash, {} when it is gone) with nothing written."""
+    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record, key, ttl_ms]
+    reply = call('enqueue_throttled', connection, args)
+    status = _text(reply[0])
+    if status != 'throttled':
+        return status, '', {}
+    flat = reply[2]
+    return status, _text(reply[1]), dict(zip(flat[::2], flat[1::2], strict=True))
+
+
 def cancel_job(
     connection: Redis,
     job_id: str,

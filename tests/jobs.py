@@ -193,3 +193,15 @@ def report_progress(*values: Any) -> int:
     for value in values:
         job.set_progress(value)
     return len(values)
+
+
+RUNS_KEY = 'test:runs'  # record_run's list in Redis
+
+
+def record_run(*args: Any) -> list[Any]:
+    """Appends [args, the time it ran] to RUNS_KEY in the job's Redis: which runs happened, and when."""
+    import json
+
+    job = _current_job()
+    job.connection.rpush(RUNS_KEY, json.dumps([list(args), time.time()]))
+    return list(args)

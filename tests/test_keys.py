@@ -42,6 +42,8 @@ CASES = {
     "K.rl('r1')": keys.rate_limit_config_key('r1'),
     "K.rl_allowed('r1')": keys.rate_limit_allowed_key('r1'),
     "K.rl_waiting('r1')": keys.rate_limit_waiting_key('r1'),
+    "K.debounce('d1')": keys.debounce_key('d1'),
+    "K.throttle('t1')": keys.throttle_key('t1'),
 }
 
 

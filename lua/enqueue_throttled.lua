@@ -1,0 +1,22 @@
+-- enqueue_throttled.lua: one enqueue with throttle=(key, ttl), in one call: while <prefix>throttle:<key>
+-- exists (a job was enqueued under the key less than ttl ago), nothing is written and the holder is
+-- returned; else the key is set to the new job's id for ttl and enqueue_jobs.lua stores the job as a
+-- plain enqueue would. Called by rqfast.scripts.enqueue_throttled() for Queue.enqueue*(throttle=...).
+--
+-- rqfast/scriptload.py sends this file followed by enqueue_jobs.lua: when this part does not return,
+-- enqueue_jobs.lua's body runs next and stores the job (its return is this script's).
+--
+-- KEYS: none (see _common.lua)
+-- ARGV: enqueue_jobs.lua's ARGV with one record (group ""), then 2 more:
+--   key     the throttle key (<prefix>throttle:<key> holds the id of the job that opened the window)
+--   ttl_ms  the window, in milliseconds
+-- Returns: enqueue_jobs.lua's reply ({status}) when the job was stored; {"throttled", holder id,
+--   holder's job hash (flat HGETALL; empty when it has been deleted since)} when the key is held.
+
+do
+  local n = #ARGV
+  local throttle_key, ttl_ms = K.throttle(ARGV[n - 1]), ARGV[n]
+  local holder = redis.call('GET', throttle_key)
+  if holder then return {'throttled', holder, redis.call('HGETALL', K.job(holder))} end
+  redis.call('SET', throttle_key, ARGV[7], 'PX', ttl_ms)
+end
