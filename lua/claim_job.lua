@@ -40,11 +40,11 @@ end
 -- id stranded there for a minute back on its queue, and it must not be both queued and started.
 if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
   local unusable = unusable_id(moved_id, c.max_id_len)
-  local job = nil
+  local job, deferred = nil, false
   if unusable then
     dead_letter(moved_queue, moved_id, unusable, c)
   else
-    job = start_job(moved_id, moved_queue, w, x, c)
+    job, deferred = start_job(moved_id, moved_queue, w, x, c)  -- (deferred: its window rate limit)
   end
   if job then return {moved_id, moved_queue, job, {}, 0, {}} end
   local claim = claim_next(queues, w, x, c)
@@ -52,7 +52,7 @@ if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_i
     table.insert(claim[6], 1, unusable)
     table.insert(claim[6], 1, moved_id)
     table.insert(claim[6], 1, moved_queue)
-  else
+  elseif not deferred then
     table.insert(claim[4], 1, moved_id)
   end
   if not claim[1] then set_worker_idle(w, c, idle_ttl) end

@@ -93,9 +93,11 @@ CONCURRENT_POLL_INTERVAL = 0.1
 CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Python's default: 0.005)
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
+MAX_RATE_WINDOW = 86400  # longest RateLimit(per=...) window, in seconds (a day)
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
 SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks
+SCHEDULER_DUE_MARGIN = 0.001  # the scheduler wakes this long after a scheduled job's time (s)
 SCHEDULER_LOCK_MARGIN = 60  # rq:scheduler-lock:<q> and rq:scheduler:<name> live this much past the interval
 SCHEDULER_LOCK_TTL = SCHEDULER_INTERVAL + SCHEDULER_LOCK_MARGIN  # 61, as RQ's
 WEBHOOK_QUEUE_SIZE = 1000  # webhooks a worker holds to send; past that new ones are dropped (logged), never waited on

@@ -185,3 +185,9 @@ def rate_limit_allowed_key(key: str) -> str:
 def rate_limit_waiting_key(key: str) -> str:
     """zset of the job ids waiting for a slot (status rate_limited); score = when they started waiting."""
     return f'{PREFIX}rl:{key}:rate_limited'
+
+
+def rate_limit_window_key(key: str) -> str:
+    """rqfast's (additive): zset of a window rate limit's starts (`<id>:<execution id>`) and planned
+    starts (`<id>`); score = epoch float (lua/_common.lua, window_take)."""
+    return f'{PREFIX}rl:{key}:window'

@@ -40,6 +40,7 @@ CASES = {
     "K.rl('r1')": keys.rate_limit_config_key('r1'),
     "K.rl_allowed('r1')": keys.rate_limit_allowed_key('r1'),
     "K.rl_waiting('r1')": keys.rate_limit_waiting_key('r1'),
+    "K.rl_window('r1')": keys.rate_limit_window_key('r1'),
 }
 
 
