@@ -410,9 +410,8 @@ end
 -- consecutive entries span at least `per`. A job whose start now would break it is planned after
 -- every entry (so waiting jobs start in order, N per window) and goes into its queue's scheduled
 -- registry at that time, where rqfast's scheduler (and RQ's) puts it back on its queue: no polling.
--- Planned windows are WINDOW_GUARD * per apart beyond `per`, slack for the latency of a start.
-local WINDOW_GUARD = 0.04
-local WINDOW_MAX_DEFERRED = 1000  -- most jobs one claim call defers (then it claims nothing)
+-- Planned windows are c.window_guard * per apart beyond `per` (the claim scripts' argument,
+-- defaults.RATE_WINDOW_GUARD): slack for the latency of a start.
 
 local function window_score(t) return string.format('%.6f', t) end
 
@@ -436,20 +435,20 @@ end
 -- The start of job `id` (execution x) under its window limit at time `now`: its reservation (if any)
 -- is given up, then the start is logged when it fits (returns nil) or a later time is planned and
 -- reserved (returned). Entries older than two windows are dropped first.
-local function window_take(id, x, wkey, rate, per, now)
+local function window_take(id, x, wkey, rate, per, now, guard)
   local log = K.rl_window(wkey)
   redis.call('ZREMRANGEBYSCORE', log, '-inf', '(' .. window_score(now - 2 * per))
   redis.call('ZREM', log, id)
   if window_fits(log, now, rate, per) then
     redis.call('ZADD', log, window_score(now), id .. ':' .. x)
-    redis.call('EXPIRE', log, math.ceil(2 * per) + 60)
+    redis.call('EXPIRE', log, math.ceil(2 * per) + 1)
     return nil
   end
   local newest, at = redis.call('ZREVRANGE', log, 0, rate - 1, 'WITHSCORES'), now
   if #newest > 0 then at = math.max(at, tonumber(newest[2])) end
-  if #newest >= 2 * rate then at = math.max(at, tonumber(newest[2 * rate]) + per * (1 + WINDOW_GUARD)) end
+  if #newest >= 2 * rate then at = math.max(at, tonumber(newest[2 * rate]) + per * (1 + guard)) end
   redis.call('ZADD', log, window_score(at), id)
-  redis.call('EXPIRE', log, math.ceil(at - now + 2 * per) + 60)
+  redis.call('EXPIRE', log, math.ceil(at - now + 2 * per) + 1)
   return at
 end
 
@@ -490,7 +489,7 @@ local function start_job(id, queue, w, x, c)
   if not has_data then return nil end
   if window and tonumber(window.rate_limit_rate) and tonumber(window.rate_limit_per) then
     local at = window_take(id, x, window.rate_limit_window_key, tonumber(window.rate_limit_rate),
-      tonumber(window.rate_limit_per), tonumber(c.now_float))
+      tonumber(window.rate_limit_per), tonumber(c.now_float), c.window_guard)
     if at then
       window_defer(id, queue, at, window.rate_limit_key ~= '' and window.rate_limit_key or false, c)
       return nil, true
@@ -548,7 +547,7 @@ end
 -- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
 -- c.max_id_len are dead-lettered (returned flat: queue, id, reason, ...); at most c.max_dropped of both per
 -- call. A job over its window rate limit goes to its scheduled registry (window_defer) and the next
--- id is popped, up to WINDOW_MAX_DEFERRED per call.
+-- id is popped, up to c.max_dropped of them per call.
 -- With <prefix>suspended set, claims nothing; a queue in <prefix>paused-queues is skipped.
 -- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1,
 --   dead-lettered ids (flat: queue, id, reason, ...)}.
@@ -574,7 +573,7 @@ local function claim_next(queues, w, x, c)
         if job then return {id, queue, job, dropped, 0, dead} end
         if not deferred then dropped[#dropped + 1] = id end
       end
-      if #dropped + #dead / 3 >= c.max_dropped or (c.deferred or 0) >= WINDOW_MAX_DEFERRED then
+      if #dropped + #dead / 3 >= c.max_dropped or (c.deferred or 0) >= c.max_dropped then
         return {false, false, false, dropped, 0, dead}
       end
     end

@@ -8,7 +8,8 @@
 -- added to a running job's heartbeat TTL), ARGV[8] most ids without a job hash to drop before
 -- returning, ARGV[9] worker idle TTL (s), ARGV[10] new execution id, ARGV[11] id already moved
 -- into `queue`'s intermediate list by a blocking BLMOVE ("" for none), ARGV[12] that queue,
--- ARGV[13] longest usable job id, ARGV[14] number of queues, queue names...
+-- ARGV[13] longest usable job id, ARGV[14] window rate limits' slack (a fraction of `per`, see
+-- window_take), ARGV[15] number of queues, queue names...
 -- Sent again with the same execution id after a lost reply, it answers the job that execution
 -- already started instead of claiming another.
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
@@ -22,7 +23,7 @@ c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next())
 local idle_ttl = r.next()
 local x = r.next()
 local moved_id, moved_queue = r.next(), r.next()
-c.max_id_len = tonumber(r.next())
+c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
 local queues = r.list()
 
 local resumed = resumed_claim(w, x)
