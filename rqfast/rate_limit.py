@@ -129,6 +129,24 @@ class RateLimitRegistry:
     def get_rate_limited_job_count(self) -> int:
         return int(self.connection.zcard(self.rate_limited_key))
 
+    # --- rqfast's window rate limit under the same key (RateLimit(key, rate=N, per=s)): its log
+
+    @property
+    def window_key(self) -> str:
+        return keys.rate_limit_window_key(self.key)
+
+    def get_window_start_count(self, per: float) -> int:
+        """How many jobs of this key started in the last `per` seconds (at most its `rate`)."""
+        moment = current_timestamp()
+        starts = self.connection.zrangebyscore(self.window_key, f'({moment - per}', '+inf')
+        return sum(b':' in member for member in starts)
+
+    def get_planned_job_ids(self) -> list[str]:
+        """The jobs waiting for their turn in the window, by planned start (each in its queue's
+        ScheduledJobRegistry at that time)."""
+        log = self.connection.zrange(self.window_key, 0, -1)
+        return [as_text(member) for member in log if b':' not in member]
+
     @classmethod
     def from_job(cls, job: Job) -> RateLimitRegistry:
         """The registry of the job's rate-limit key."""

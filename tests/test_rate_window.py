@@ -15,7 +15,9 @@ import rq
 
 import rqfast
 from rqfast import RateLimit, keys
+from rqfast.rate_limit import RateLimitRegistry
 from rqfast.registry import FinishedJobRegistry, ScheduledJobRegistry
+from rqfast.text import as_text
 from rqfast.worker import SimpleWorker
 from tests import jobs
 from tests.test_worker_roundtrips import count_round_trips  # noqa: F401  (a fixture)
@@ -97,6 +99,11 @@ def test_claim_starts_rate_jobs_per_window_and_plans_the_rest(connection: redis.
     assert planned[2] == pytest.approx(planned[0] + 10.4, abs=0.01)
     log = connection.zrange(keys.rate_limit_window_key('api'), 0, -1)
     assert len(log) == 5 and sum(b':' in m for m in log) == 2  # 2 starts, 3 planned starts
+    registry = RateLimitRegistry('api', connection)
+    assert registry.get_window_start_count(10) == 2
+    assert registry.get_planned_job_ids() == [
+        as_text(m) for m in connection.zrange(keys.scheduled_registry_key('q'), 0, -1)
+    ]
 
 
 def test_a_planned_job_starts_when_its_turn_comes(connection: redis.Redis) -> None:
