@@ -432,23 +432,73 @@ local function window_fits(log, t, rate, per)
   return true
 end
 
+-- A start at t that does not fit only because planned starts follow too closely (a planned job
+-- that starts late): those planned starts are pushed back just enough, in order, each no earlier
+-- than `per` after the entry `rate` places before it, until `rate` in a row stay where they were;
+-- each pushed job's scheduled-registry score moves with it. Returns true when that was done (t
+-- fits now), false, writing nothing, when t does not fit even so (the starts before it fill the
+-- window), when a start already logged after t or a job no longer in its scheduled registry would
+-- have to move, or when more than `limit` entries would have to be read.
+local function window_shift(log, t, rate, per, limit)
+  local raw = redis.call('ZRANGEBYSCORE', log, '(' .. window_score(t - per), '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+  local b, k = {}, nil
+  for j = 1, #raw, 2 do
+    local v = tonumber(raw[j + 1])
+    if not k and v > t then b[#b + 1] = {t, false}; k = #b end
+    b[#b + 1] = {v, raw[j]}
+  end
+  if not k then b[#b + 1] = {t, false}; k = #b end
+  if k > rate and t - b[k - rate][1] < per then return false end
+  local moved, steady = {}, 0
+  for j = k + 1, #b do
+    local at = math.max(b[j][1], b[j - 1][1])
+    if j > rate then at = math.max(at, math.ceil((b[j - rate][1] + per) * 1e6) / 1e6) end
+    if at > b[j][1] then
+      local id = b[j][2]
+      if string.find(id, ':') then return false end
+      local origin = redis.call('HGET', K.job(id), 'origin')
+      if not origin or not redis.call('ZSCORE', K.scheduled(origin), id) then return false end
+      moved[#moved + 1] = {id, origin, at}
+      b[j][1] = at
+      steady = 0
+    else
+      steady = steady + 1
+      if steady >= rate then break end
+    end
+  end
+  if steady < rate and #raw >= 2 * limit then return false end
+  for _, m in ipairs(moved) do
+    redis.call('ZADD', log, window_score(m[3]), m[1])
+    redis.call('ZADD', K.scheduled(m[2]), window_score(m[3]), m[1])
+  end
+  return true
+end
+
+-- The log lives two windows past its last entry (a later TTL is kept).
+local function window_expire(log, last, now, per)
+  local ttl = math.ceil(last - now + 2 * per) + 1
+  if redis.call('TTL', log) < ttl then redis.call('EXPIRE', log, ttl) end
+end
+
 -- The start of job `id` (execution x) under its window limit at time `now`: its reservation (if any)
--- is given up, then the start is logged when it fits (returns nil) or a later time is planned and
--- reserved (returned). Entries older than two windows are dropped first.
-local function window_take(id, x, wkey, rate, per, now, guard)
+-- is given up, then the start is logged when it fits, if need be by pushing back the planned starts
+-- that follow (window_shift; returns nil), or a later time is planned and reserved (returned): after
+-- every entry, `per * (1 + guard)` after the entry `rate` places before. Entries older than two
+-- windows are dropped first. `limit`: most entries window_shift reads.
+local function window_take(id, x, wkey, rate, per, now, guard, limit)
   local log = K.rl_window(wkey)
   redis.call('ZREMRANGEBYSCORE', log, '-inf', '(' .. window_score(now - 2 * per))
   redis.call('ZREM', log, id)
-  if window_fits(log, now, rate, per) then
+  if window_fits(log, now, rate, per) or window_shift(log, now, rate, per, limit) then
     redis.call('ZADD', log, window_score(now), id .. ':' .. x)
-    redis.call('EXPIRE', log, math.ceil(2 * per) + 1)
+    window_expire(log, now, now, per)
     return nil
   end
   local newest, at = redis.call('ZREVRANGE', log, 0, rate - 1, 'WITHSCORES'), now
   if #newest > 0 then at = math.max(at, tonumber(newest[2])) end
   if #newest >= 2 * rate then at = math.max(at, tonumber(newest[2 * rate]) + per * (1 + guard)) end
   redis.call('ZADD', log, window_score(at), id)
-  redis.call('EXPIRE', log, math.ceil(at - now + 2 * per) + 1)
+  window_expire(log, at, now, per)
   return at
 end
 
@@ -489,7 +539,7 @@ local function start_job(id, queue, w, x, c)
   if not has_data then return nil end
   if window and tonumber(window.rate_limit_rate) and tonumber(window.rate_limit_per) then
     local at = window_take(id, x, window.rate_limit_window_key, tonumber(window.rate_limit_rate),
-      tonumber(window.rate_limit_per), tonumber(c.now_float), c.window_guard)
+      tonumber(window.rate_limit_per), tonumber(c.now_float), c.window_guard, c.max_dropped + 2 * tonumber(window.rate_limit_rate))
     if at then
       window_defer(id, queue, at, window.rate_limit_key ~= '' and window.rate_limit_key or false, c)
       return nil, true
