@@ -7,6 +7,7 @@ worker running such a job (it ignores the window). tests/test_rate_window_fleet.
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import redis
 import rq
 
 import rqfast
-from rqfast import RateLimit, keys
+from rqfast import RateLimit, engine, keys
 from rqfast.rate_limit import RateLimitRegistry
 from rqfast.registry import FinishedJobRegistry, ScheduledJobRegistry
 from rqfast.text import as_text
@@ -169,3 +170,37 @@ def test_jobs_without_a_window_are_left_alone(connection: redis.Redis) -> None:
     SimpleWorker(['q'], connection=connection).work(burst=True)
     assert FinishedJobRegistry('q', connection=connection).count == 5 and len(ids) == 5
     assert not connection.keys('rq:rl:*')
+
+
+def _due(conn: redis.Redis, q: rqfast.Queue, job_id: str) -> None:
+    """What a scheduler does with a job that came due: out of the scheduled registry, onto its queue."""
+    conn.zrem(keys.scheduled_registry_key(q.name), job_id)
+    conn.hset(f'rq:job:{job_id}', 'status', 'queued')
+    conn.rpush(keys.queue_key(q.name), job_id)
+
+
+def test_a_late_start_pushes_the_plan_back_and_an_early_one_waits(connection: redis.Redis) -> None:
+    """rate=2 per 10 s (planned windows 10.4 s apart), claims at chosen moments: A and B start, C..F are
+    planned (C, D at +10.4 s; E, F at +20.8 s). C claimed 0.6 s late (past the 0.4 s slack) still starts,
+    and the one of E and F that would be C's 2nd successor within 10 s moves back to 10 s after C; D claimed
+    5 s early waits again, planned after them."""
+    q = rqfast.Queue('q', connection=connection)
+    a, b, c, d, e, f = (q.enqueue(jobs.noop, rate_limit=RateLimit('api', rate=2, per=10)).id for _ in range(6))
+    ref = engine.WorkerRef('w', ['q'])
+    t0 = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    assert engine.claim_job(connection, ref, moment=t0).job_id == a
+    assert engine.claim_job(connection, ref, moment=t0).job_id == b
+    assert engine.claim_job(connection, ref, moment=t0).job_id is None  # C..F planned in that one call
+    scheduled = keys.scheduled_registry_key('q')
+    plan = {m.decode(): s - t0.timestamp() for m, s in connection.zrange(scheduled, 0, -1, withscores=True)}
+    assert plan == pytest.approx({c: 10.4, d: 10.4, e: 20.8, f: 20.8})
+    _due(connection, q, c)
+    late = engine.claim_job(connection, ref, moment=t0 + timedelta(seconds=11))
+    assert late.job_id == c
+    plan = {m.decode(): s - t0.timestamp() for m, s in connection.zrange(scheduled, 0, -1, withscores=True)}
+    assert plan[d] == pytest.approx(10.4) and sorted([plan[e], plan[f]]) == pytest.approx([20.8, 21.0])
+    _due(connection, q, d)
+    assert engine.claim_job(connection, ref, moment=t0 + timedelta(seconds=5)).job_id is None
+    plan = {m.decode(): s - t0.timestamp() for m, s in connection.zrange(scheduled, 0, -1, withscores=True)}
+    assert plan[d] == pytest.approx(31.2)  # 10.4 s after the 2nd newest entry (at 20.8)
+    assert sorted([plan[e], plan[f]]) == pytest.approx([20.8, 21.0])
