@@ -63,7 +63,7 @@ def _run_job(
     default_timeout: int,
     clock: Callable[[], datetime],
 ) -> Outcome:
-    if job.started_at is None or not job.has_rate_window:
+    if job.started_at is None or not job.rate_limit_window_key:
         # (a job under a window rate limit keeps its claim's started_at: the start its limit counted)
         job.started_at = clock()
     job.persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
@@ -113,7 +113,7 @@ async def _run_job_async_output(
 async def _run_job_async(
     job: Job, exception_handlers: Sequence[ExceptionHandler], default_timeout: int, clock: Callable[[], datetime]
 ) -> Outcome:
-    if job.started_at is None or not job.has_rate_window:
+    if job.started_at is None or not job.rate_limit_window_key:
         # (a job under a window rate limit keeps its claim's started_at: the start its limit counted)
         job.started_at = clock()
     job.persist_on_perform = False

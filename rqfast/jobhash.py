@@ -187,7 +187,6 @@ OPTIONAL_DATE = Codec(_date, _read_date)
 CREATED_AT = Codec(lambda job, v: utcformat(v or now()), _read_date, none=WRITE)  # None: now
 INT = Codec(None, _int)
 POSITIVE_INT = Codec(_or_none, _int)  # left out when 0
-POSITIVE_FLOAT = Codec(lambda job, v: repr(float(v)) if v else None, lambda job, v: float(as_text(v)))
 TIMEOUT = Codec(None, lambda job, v: parse_timeout(as_text(v)))
 JSON = Codec(_json, _read_json)
 NONEMPTY_JSON = Codec(_nonempty_json, _read_json)
@@ -252,10 +251,9 @@ class JobRecord:
     repeat_intervals: list[int] | None = _stored(JSON)
     rate_limit_key: str | None = _stored(NONEMPTY_TEXT)  # RQ 3.0's rate limit (rqfast.rate_limit)
     rate_limit_concurrency: int | None = _stored(POSITIVE_INT)
-    # rqfast's own (additive): a window rate limit, RateLimit(key, rate=N, per=s); the claim script reads them
-    rate_limit_window_key: str | None = _stored(NONEMPTY_TEXT)
-    rate_limit_rate: int | None = _stored(POSITIVE_INT)
-    rate_limit_per: float | None = _stored(POSITIVE_FLOAT)
+    rate_limit_window_key: str | None = _stored(NONEMPTY_TEXT)  # rqfast's window limit, RateLimit(key, rate=, per=)
+    rate_limit_rate: int | None = _stored(POSITIVE_INT)  # (additive fields: the claim scripts read the three)
+    rate_limit_per: float | None = _stored(JSON)
     timeout: int | None = _stored(TIMEOUT)
     _success_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)  # None: defaults.CALLBACK_TIMEOUT
     _failure_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)
@@ -278,11 +276,6 @@ class JobRecord:
     def has_rate_limit(self) -> bool:
         """RQ 3.0's: the job holds a concurrency slot while queued or running (rqfast.rate_limit)."""
         return bool(self.rate_limit_key and self.rate_limit_concurrency)
-
-    @property
-    def has_rate_window(self) -> bool:
-        """rqfast's: each start takes a token of a window rate limit (RateLimit(key, rate=N, per=s))."""
-        return bool(self.rate_limit_window_key and self.rate_limit_rate and self.rate_limit_per)
 
 
 class StoredField:
@@ -317,8 +310,7 @@ HASH_FIELDS.insert(
     StoredField('dependency_id', '_dependency_ids', FIRST_DEPENDENCY),
 )
 
-# restore_job's tables. Hash field -> (attribute, read, read_empty); `data` is read
-# first, through Job.data's setter, and `dependency_id` only without `dependency_ids`.
+# restore_job's tables: hash field -> (attribute, read, read_empty), but `data` and `dependency_id` (read apart)
 _READ = {f.name: (f.attribute, f.codec.read, f.codec.read_empty) for f in HASH_FIELDS}
 del _READ['data'], _READ['dependency_id']
 # What an absent field resets its attribute to: a value, or a fresh object from a factory.

@@ -74,7 +74,7 @@ def test_window_fields_are_stored_and_read_back(connection: redis.Redis) -> None
     fetched = rqfast.Job.fetch(both.id, connection=connection)
     assert (fetched.rate_limit_key, fetched.rate_limit_concurrency) == ('api', 5)
     assert (fetched.rate_limit_window_key, fetched.rate_limit_rate, fetched.rate_limit_per) == ('api', 10, 0.5)
-    assert fetched.has_rate_window and fetched.has_rate_limit
+    assert fetched.has_rate_limit
     assert not rqfast.Job.fetch(alone.id, connection=connection).has_rate_limit
     shown = "RateLimit(key='api', concurrency=5, rate=10, per=0.5)"
     assert repr(RateLimit('api', concurrency=5, rate=10, per=0.5)) == shown
