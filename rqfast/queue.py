@@ -99,11 +99,8 @@ class Queue(DependentsQueue):
             job.enqueue_at_front_on_retry = retry.enqueue_at_front
         if repeat:
             job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
-        if rate_limit is not None and rate_limit.concurrency is not None:
-            job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
-        if rate_limit is not None and rate_limit.rate is not None:  # rqfast's window limit: checked at each claim
-            job.rate_limit_window_key = rate_limit.key
-            job.rate_limit_rate, job.rate_limit_per = rate_limit.rate, rate_limit.per
+        if rate_limit is not None:
+            rate_limit.apply_to(job)
         job.capture_output = capture_output
         return job
 

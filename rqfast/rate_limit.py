@@ -56,6 +56,13 @@ class RateLimit:
         self.rate = rate
         self.per = float(per) if per is not None else None
 
+    def apply_to(self, job: Job) -> None:
+        """The job's fields: RQ 3.0's for `concurrency`, rqfast's own for the window (checked at each claim)."""
+        if self.concurrency is not None:
+            job.rate_limit_key, job.rate_limit_concurrency = self.key, self.concurrency
+        if self.rate is not None:
+            job.rate_limit_window_key, job.rate_limit_rate, job.rate_limit_per = self.key, self.rate, self.per
+
     def __repr__(self) -> str:
         parts = [f'key={self.key!r}']
         if self.concurrency is not None:
