@@ -8,7 +8,8 @@
 -- added to a running job's heartbeat TTL), ARGV[8] most ids without a job hash to drop before
 -- returning, ARGV[9] worker idle TTL (s), ARGV[10] new execution id, ARGV[11] id already moved
 -- into `queue`'s intermediate list by a blocking BLMOVE ("" for none), ARGV[12] that queue,
--- ARGV[13] longest usable job id, ARGV[14] number of queues, queue names...
+-- ARGV[13] longest usable job id, ARGV[14] window rate limits' slack (a fraction of `per`, see
+-- window_take), ARGV[15] number of queues, queue names...
 -- Sent again with the same execution id after a lost reply, it answers the job that execution
 -- already started instead of claiming another.
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
@@ -22,7 +23,7 @@ c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next())
 local idle_ttl = r.next()
 local x = r.next()
 local moved_id, moved_queue = r.next(), r.next()
-c.max_id_len = tonumber(r.next())
+c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
 local queues = r.list()
 
 local resumed = resumed_claim(w, x)
@@ -40,11 +41,11 @@ end
 -- id stranded there for a minute back on its queue, and it must not be both queued and started.
 if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
   local unusable = unusable_id(moved_id, c.max_id_len)
-  local job = nil
+  local job, deferred = nil, false
   if unusable then
     dead_letter(moved_queue, moved_id, unusable, c)
   else
-    job = start_job(moved_id, moved_queue, w, x, c)
+    job, deferred = start_job(moved_id, moved_queue, w, x, c)  -- (deferred: its window rate limit)
   end
   if job then return {moved_id, moved_queue, job, {}, 0, {}} end
   local claim = claim_next(queues, w, x, c)
@@ -52,7 +53,7 @@ if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_i
     table.insert(claim[6], 1, unusable)
     table.insert(claim[6], 1, moved_id)
     table.insert(claim[6], 1, moved_queue)
-  else
+  elseif not deferred then
     table.insert(claim[4], 1, moved_id)
   end
   if not claim[1] then set_worker_idle(w, c, idle_ttl) end

@@ -30,7 +30,8 @@
 -- ARGV[20] n job hash fields, then field, value, ...   (HSET on the job)
 -- then n result stream fields, then field, value, ...  (XADD; n = 0 writes no entry)
 -- then: claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job
---   hash to drop, longest usable job id, worker idle TTL, new execution id, n queues, queue names...
+--   hash to drop, longest usable job id, window rate limits' slack (see window_take), worker idle
+--   TTL, new execution id, n queues, queue names...
 -- then (optional) the outcome's event name and detail for rqfast's events (job_event in _common.lua:
 --   written only for a job whose hash holds `events`; "" or absent: none)
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
@@ -47,7 +48,7 @@ local fields = r.list(2)
 local stream = r.list(2)
 local claim = r.next() == '1'
 c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
-c.max_id_len = tonumber(r.next())
+c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
 local idle_ttl, next_x = r.next(), r.next()
 local queues = r.list()
 local event, event_detail = r.next() or '', r.next()

@@ -9,10 +9,10 @@
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
 -- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] heartbeat grace (s),
--- ARGV[8] most ids without a job hash to drop, ARGV[9] longest usable job id, ARGV[10] worker
--- idle TTL (s), ARGV[11] a job of this worker still running after these outcomes ("" for none:
--- with nothing claimed either, the worker goes idle)
--- ARGV[12] n outcomes, then per outcome: job id, execution id, worker counter to increment (or
+-- ARGV[8] most ids without a job hash to drop, ARGV[9] longest usable job id, ARGV[10] window rate
+-- limits' slack (see window_take), ARGV[11] worker idle TTL (s), ARGV[12] a job of this worker still
+-- running after these outcomes ("" for none: with nothing claimed either, the worker goes idle)
+-- ARGV[13] n outcomes, then per outcome: job id, execution id, worker counter to increment (or
 --   ""), working time (s), m, then finish_job.lua's ARGV[2] to ARGV[m + 1] (worker name "", claim "0")
 -- then: k, k new execution ids (one per job to claim: up to k are claimed, in queue order),
 --   n queues, queue names...
@@ -25,7 +25,7 @@ local r = argv_reader(2)
 local w = r.next()
 local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
 c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
-c.max_id_len = tonumber(r.next())
+c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
 local idle_ttl, still_running = r.next(), r.next()
 local n = tonumber(r.next())
 local recorded, ended, counts, forget = {}, {}, {}, {}

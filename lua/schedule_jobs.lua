@@ -5,7 +5,8 @@
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] scheduler name (the lock value), ARGV[3] lock and hash TTL (s),
--- ARGV[4] now as UTC text (enqueued_at), ARGV[5] now as integer epoch (due up to this score),
+-- ARGV[4] now as UTC text (enqueued_at), ARGV[5] now as epoch (due up to this score; a float moves
+-- jobs scheduled at a fraction of a second, as a window rate limit plans them),
 -- ARGV[6] at most this many jobs per queue, ARGV[7] "1" to acquire free locks (else only locks
 -- already held count), ARGV[8] "1" to move due jobs, ARGV[9] "1" to release the locks held at the
 -- end (RQ's release_locks), "2" to release them and delete the scheduler hash (stop), "0" not to,
@@ -14,10 +15,12 @@
 -- Called for a whole tick, and for each of RQ's steps alone (acquire_locks, heartbeat, save,
 -- enqueue_scheduled_jobs, release_locks, stop: rqfast/scheduler.py).
 -- Returns: per queue, flat: lock state (1 acquired now, 2 held already, 0 held by another
---   scheduler or free and not taken), number of jobs moved.
+--   scheduler or free and not taken), number of jobs moved; then, when moving, the earliest score
+--   left in the scheduled registries of the queues held ("" for none: the scheduler sleeps until then).
 
 local r = argv_reader(2)
-local name, ttl, now_text, now_int = r.next(), r.next(), r.next(), r.next()
+local name, ttl, now_text, due = r.next(), r.next(), r.next(), r.next()
+local now_int = math.floor(tonumber(due))
 local limit = tonumber(r.next())
 local acquire, move = r.next() == '1', r.next() == '1'
 local release = r.next()
@@ -45,7 +48,7 @@ end
 -- enqueue_at_front_on_retry once the job has run); ids without a job hash are only removed.
 local function move_due(q)
   local scheduled = K.scheduled(q)
-  local ids = redis.call('ZRANGEBYSCORE', scheduled, 0, now_int, 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGEBYSCORE', scheduled, 0, due, 'LIMIT', 0, limit)
   local moved = 0
   for _, id in ipairs(ids) do
     local key = K.job(id)
@@ -71,11 +74,15 @@ local function move_due(q)
   return moved
 end
 
-local out = {}
+local out, next_due = {}, nil
 for _, q in ipairs(queues) do
   local state = take_lock(q)
   local moved = 0
-  if state > 0 and move then moved = move_due(q) end
+  if state > 0 and move then
+    moved = move_due(q)
+    local first = redis.call('ZRANGE', K.scheduled(q), 0, 0, 'WITHSCORES')
+    if #first > 0 and (not next_due or tonumber(first[2]) < next_due) then next_due = tonumber(first[2]) end
+  end
   if state > 0 and release ~= '0' then redis.call('DEL', lock_key(q)) end
   out[#out + 1] = state
   out[#out + 1] = moved
@@ -87,4 +94,5 @@ elseif release == '0' and #fields > 0 then
   redis.call('HSET', scheduler_key, unpack(fields))
   redis.call('EXPIRE', scheduler_key, ttl)
 end
+if move then out[#out + 1] = next_due and string.format('%.6f', next_due) or '' end
 return out

@@ -95,9 +95,14 @@ CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Pyth
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 DEBOUNCE_KEY_GRACE = 86400  # seconds rq:debounce:<key> outlives its job's due time (then: a new burst)
+MAX_RATE_WINDOW = 86400  # longest RateLimit(per=...) window, in seconds (a day)
+# a window rate limit plans each window of waiting jobs this fraction of `per` past the previous one: slack
+# for the latency of a start (the scheduler's wake-up, the claim), so a late start rarely misses its turn
+RATE_WINDOW_GUARD = 0.04
 SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs_to_schedule)
 SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks
+SCHEDULER_DUE_MARGIN = 0.001  # the scheduler wakes this long after a scheduled job's time (s)
 SCHEDULER_LOCK_MARGIN = 60  # rq:scheduler-lock:<q> and rq:scheduler:<name> live this much past the interval
 SCHEDULER_LOCK_TTL = SCHEDULER_INTERVAL + SCHEDULER_LOCK_MARGIN  # 61, as RQ's
 WEBHOOK_QUEUE_SIZE = 1000  # webhooks a worker holds to send; past that new ones are dropped (logged), never waited on

@@ -63,7 +63,9 @@ def _run_job(
     default_timeout: int,
     clock: Callable[[], datetime],
 ) -> Outcome:
-    job.started_at = clock()
+    if job.started_at is None or not job.rate_limit_window_key:
+        # (a job under a window rate limit keeps its claim's started_at: the start its limit counted)
+        job.started_at = clock()
     job.persist_on_perform = False  # no PERSIST round trip: the worker's claim script has done it
     try:
         timeout = job.timeout or default_timeout
@@ -111,7 +113,9 @@ async def _run_job_async_output(
 async def _run_job_async(
     job: Job, exception_handlers: Sequence[ExceptionHandler], default_timeout: int, clock: Callable[[], datetime]
 ) -> Outcome:
-    job.started_at = clock()
+    if job.started_at is None or not job.rate_limit_window_key:
+        # (a job under a window rate limit keeps its claim's started_at: the start its limit counted)
+        job.started_at = clock()
     job.persist_on_perform = False
     try:
         timeout = job.timeout or default_timeout

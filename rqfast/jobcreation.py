@@ -87,7 +87,7 @@ class CreatingQueue(DependentsQueue):
         if repeat:
             job.repeats_left, job.repeat_intervals = repeat.times, repeat.intervals
         if rate_limit is not None:
-            job.rate_limit_key, job.rate_limit_concurrency = rate_limit.key, rate_limit.concurrency
+            rate_limit.apply_to(job)
         job.capture_output, job.priority = capture_output, priority
         job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         return job

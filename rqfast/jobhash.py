@@ -250,6 +250,9 @@ class JobRecord:
     repeat_intervals: list[int] | None = _stored(JSON)
     rate_limit_key: str | None = _stored(NONEMPTY_TEXT)  # RQ 3.0's rate limit (rqfast.rate_limit)
     rate_limit_concurrency: int | None = _stored(POSITIVE_INT)
+    rate_limit_window_key: str | None = _stored(NONEMPTY_TEXT)  # rqfast's window limit, RateLimit(key, rate=, per=)
+    rate_limit_rate: int | None = _stored(POSITIVE_INT)  # (additive fields: the claim scripts read the three)
+    rate_limit_per: float | None = _stored(JSON)
     timeout: int | None = _stored(TIMEOUT)
     _success_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)  # None: defaults.CALLBACK_TIMEOUT
     _failure_callback_timeout: int | None = _stored(CALLBACK_TIMEOUT_CODEC)
@@ -308,8 +311,7 @@ HASH_FIELDS.insert(
     StoredField('dependency_id', '_dependency_ids', FIRST_DEPENDENCY),
 )
 
-# restore_job's tables. Hash field -> (attribute, read, read_empty); `data` is read
-# first, through Job.data's setter, and `dependency_id` only without `dependency_ids`.
+# restore_job's tables: hash field -> (attribute, read, read_empty), but `data` and `dependency_id` (read apart)
 _READ = {f.name: (f.attribute, f.codec.read, f.codec.read_empty) for f in HASH_FIELDS}
 del _READ['data'], _READ['dependency_id']
 # What an absent field resets its attribute to: a value, or a fresh object from a factory.

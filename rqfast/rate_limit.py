@@ -13,11 +13,13 @@ release, cancel, cleanup of one key) and `release_slot` are one call each of lua
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .dates import current_timestamp, epoch_seconds, now, utcformat
+from .defaults import MAX_RATE_WINDOW
 from .scriptload import call
 from .status import JobStatus
 from .text import as_text
@@ -32,20 +34,62 @@ __all__ = ['RateLimit', 'RateLimitRegistry', 'clean_rate_limits', 'release_slot'
 
 
 class RateLimit:
-    """At most `concurrency` jobs with this `key` queued or running at the same time (RQ 3.0's)."""
+    """RQ 3.0's: at most `concurrency` jobs with this `key` queued or running at the same time. rqfast's
+    own (additive): at most `rate` of them started in any `per` seconds, across every rqfast worker (the
+    claim takes the start atomically; a job over it waits in the scheduled registry for its turn).
+    Either or both; `RateLimit('api', concurrency=5, rate=10, per=1)` keeps both."""
 
-    def __init__(self, key: str, concurrency: int) -> None:
+    def __init__(
+        self, key: str, concurrency: int | None = None, *, rate: int | None = None, per: float | None = None
+    ) -> None:
         if not key:
             raise ValueError('key must not be empty')
         if not isinstance(key, str):
             raise ValueError('key must be a string')
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        _check_window(rate, per)
+        if concurrency is None and rate is None:
+            raise ValueError('RateLimit needs concurrency=, rate= (with per=), or both')
+        if concurrency is not None and not _positive_int(concurrency):
             raise ValueError('concurrency must be an integer of at least 1')
         self.key = key
         self.concurrency = concurrency
+        self.rate = rate
+        self.per = float(per) if per is not None else None
+
+    def apply_to(self, job: Job) -> None:
+        """The job's fields: RQ 3.0's for `concurrency`, rqfast's own for the window (checked at each claim)."""
+        if self.concurrency is not None:
+            job.rate_limit_key, job.rate_limit_concurrency = self.key, self.concurrency
+        if self.rate is not None:
+            job.rate_limit_window_key, job.rate_limit_rate, job.rate_limit_per = self.key, self.rate, self.per
 
     def __repr__(self) -> str:
-        return f'RateLimit(key={self.key!r}, concurrency={self.concurrency})'
+        parts = [f'key={self.key!r}']
+        if self.concurrency is not None:
+            parts.append(f'concurrency={self.concurrency}')
+        if self.rate is not None:
+            parts.append(f'rate={self.rate}, per={self.per:g}')
+        return f'RateLimit({", ".join(parts)})'
+
+
+def _check_window(rate: Any, per: Any) -> None:
+    """ValueError unless rate= and per= are both absent, or a window: an integer >= 1 per seconds > 0."""
+    if rate is None and per is not None:
+        raise ValueError('per= is the window of rate=: give rate= too')
+    if rate is None:
+        return
+    if not _positive_int(rate):
+        raise ValueError('rate must be an integer of at least 1')
+    if per is None:
+        raise ValueError('rate= needs per=, the window in seconds (e.g. rate=10, per=1)')
+    if isinstance(per, bool) or not isinstance(per, (int, float)) or not math.isfinite(per) or per <= 0:
+        raise ValueError('per must be a number of seconds greater than 0')
+    if per > MAX_RATE_WINDOW:
+        raise ValueError(f'per must be at most {MAX_RATE_WINDOW} seconds')
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 class RateLimitRegistry:
@@ -91,6 +135,24 @@ class RateLimitRegistry:
 
     def get_rate_limited_job_count(self) -> int:
         return int(self.connection.zcard(self.rate_limited_key))
+
+    # --- rqfast's window rate limit under the same key (RateLimit(key, rate=N, per=s)): its log
+
+    @property
+    def window_key(self) -> str:
+        return keys.rate_limit_window_key(self.key)
+
+    def get_window_start_count(self, per: float) -> int:
+        """How many jobs of this key started in the last `per` seconds (at most its `rate`)."""
+        moment = current_timestamp()
+        starts = self.connection.zrangebyscore(self.window_key, f'({moment - per}', '+inf')
+        return sum(b':' in member for member in starts)
+
+    def get_planned_job_ids(self) -> list[str]:
+        """The jobs waiting for their turn in the window, by planned start (each in its queue's
+        ScheduledJobRegistry at that time)."""
+        log = self.connection.zrange(self.window_key, 0, -1)
+        return [as_text(member) for member in log if b':' not in member]
 
     @classmethod
     def from_job(cls, job: Job) -> RateLimitRegistry:

@@ -26,10 +26,11 @@ from redis import Redis
 
 from . import keys, scripts
 from .backoff import Backoff
-from .dates import epoch_seconds, now, utcformat, utcparse
+from .dates import now, utcformat, utcparse
 from .defaults import (
     DEFAULT_SCHEDULER_FALLBACK_PERIOD,
     SCHEDULER_CHUNK,
+    SCHEDULER_DUE_MARGIN,
     SCHEDULER_INTERVAL,
     SCHEDULER_LOCK_MARGIN,
     SCHEDULER_MAX_BACKOFF,
@@ -86,6 +87,7 @@ class RQScheduler:
         self._stop = threading.Event()
         self._process: threading.Thread | None = None  # RQ's name: here the thread work() runs on
         self._ended = False  # stopped, or a burst run done: nothing to restart
+        self._next_due: float | None = None  # the earliest score left scheduled, as the last move saw it
         self.log = logger
 
     @property
@@ -192,12 +194,12 @@ class RQScheduler:
         """schedule_jobs.lua for `queues`: per queue, (lock state: 1 acquired, 2 held, 0 not ours; moved)."""
         names = sorted(queues)
         moment = now()
-        reply = scripts.schedule_jobs(
+        reply, self._next_due = scripts.schedule_jobs(
             self.connection,
             self.name,
             self.lock_ttl,
             utcformat(moment),
-            epoch_seconds(moment),
+            moment.timestamp(),  # (a job a window rate limit planned is due at a fraction of a second)
             SCHEDULER_CHUNK,
             acquire,
             move,
@@ -299,17 +301,22 @@ class RQScheduler:
         return self._process
 
     def work(self) -> None:
-        """RQ's loop: birth, then heartbeat and move every `interval` s until a stop is requested; then
-        the locks and hash are released. Connection errors back off, up to 30 s."""
+        """RQ's loop: birth, then heartbeat every `interval` s and move the due jobs, until a stop is
+        requested; then the locks and hash are released. Between heartbeats it wakes when the earliest
+        scheduled job comes due (a job a window rate limit planned at a fraction of a second starts on
+        time), else after `interval`. Connection errors back off, up to 30 s."""
         backoff = Backoff(first=float(self.interval), cap=SCHEDULER_MAX_BACKOFF)
         self._status = SchedulerStatus.STARTED
         started = False
+        beat_at = 0.0
         while not self._stop_requested:
             try:
                 if not started:
                     self.register_birth()
                     started = True
-                self.heartbeat()
+                if time.monotonic() >= beat_at:
+                    self.heartbeat()
+                    beat_at = time.monotonic() + self.interval
                 self.enqueue_scheduled_jobs()
                 backoff.reset()
             except redis.RedisError as exc:
@@ -319,8 +326,15 @@ class RQScheduler:
                 continue
             except Exception:
                 self.log.exception('Scheduler %s: step failed', self.name)
-            self._sleep(self.interval)
+            self._sleep(self._until_next(beat_at))
         self._release_quietly()
+
+    def _until_next(self, beat_at: float) -> float:
+        """Seconds until the next heartbeat, or until the earliest scheduled job is due if sooner."""
+        wait = beat_at - time.monotonic()
+        if self._next_due is not None:
+            wait = min(wait, self._next_due - time.time() + SCHEDULER_DUE_MARGIN)
+        return max(wait, SCHEDULER_DUE_MARGIN)
 
     def _sleep(self, seconds: float) -> None:
         """time.sleep in short steps, so that a stop request ends the wait."""

@@ -213,22 +213,27 @@ def schedule_jobs(
     name: str,
     ttl: int,
     now_text: str,
-    now_epoch: int,
+    now_epoch: float,
     limit: int,
     acquire: bool,
     move: bool,
     release: int,
     fields: dict[str, Any],
     queues: list[str],
-) -> list[tuple[int, int]]:
+) -> tuple[list[tuple[int, int]], float | None]:
     """A scheduler tick or step (see lua/schedule_jobs.lua; release: 0, 1 locks, 2 locks and hash):
-    per queue, (lock state, jobs moved)."""
+    per queue, (lock state, jobs moved); and, when moving, the earliest score left in the scheduled
+    registries of the queues held (None: none, or not moving)."""
     args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
     for key, value in fields.items():
         args.extend((key, value))
     args.extend((len(queues), *queues))
     reply = script('schedule_jobs')(connection, args)
-    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+    due = None
+    if len(reply) % 2:
+        last = reply.pop()
+        due = float(last) if last else None
+    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)], due
 
 
 def clean_registries(

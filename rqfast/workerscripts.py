@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .defaults import JOB_HEARTBEAT_GRACE, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RESULTS_MAXLEN
+from .defaults import (
+    JOB_HEARTBEAT_GRACE,
+    MAX_DROPPED_PER_CLAIM,
+    MAX_JOB_ID_LENGTH,
+    RATE_WINDOW_GUARD,
+    RESULTS_MAXLEN,
+)
 from .scriptload import Packed, packed, script, spliceable
 from .text import as_text
 
@@ -40,6 +46,7 @@ def claim_job(
         moved_id,
         moved_queue,
         MAX_JOB_ID_LENGTH,
+        RATE_WINDOW_GUARD,
         len(queues),
         *queues,
     ]
@@ -123,7 +130,8 @@ def _claim_tail(
     claim_next: bool, monitoring_interval: int, grace: int, idle_ttl: int, execution_id: str, queues: list[str]
 ) -> list[Any]:
     """finish_job.lua's ARGV after the outcome: the next claim."""
-    tail = [int(claim_next), monitoring_interval, grace, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, idle_ttl]
+    tail = [int(claim_next), monitoring_interval, grace, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD]
+    tail.append(idle_ttl)
     return [*tail, execution_id, len(queues), *queues]
 
 
@@ -176,7 +184,7 @@ def finish_jobs(
     if len(times) != TIMES:
         raise ValueError(f'finish_jobs takes {TIMES} times, not {len(times)}')
     args: list[Any] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
-    args.extend((MAX_JOB_ID_LENGTH, idle_ttl, still_running, len(outcomes)))
+    args.extend((MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD, idle_ttl, still_running, len(outcomes)))
     claims = [len(execution_ids), *execution_ids, len(queues), *queues]
     times_packed = packed(times)
     if times_packed is not None and all(o.packed is not None for o in outcomes) and spliceable(connection):

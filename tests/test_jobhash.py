@@ -67,6 +67,7 @@ def _job_with_every_field(connection: redis.Redis) -> Job:
     job.number_of_retries = 1
     job.repeats_left, job.repeat_intervals = 2, [3]
     job.rate_limit_key, job.rate_limit_concurrency = 'reports', 2  # RQ 3.0's fields
+    job.rate_limit_window_key, job.rate_limit_rate, job.rate_limit_per = 'reports', 10, 0.5  # rqfast's window
     job.allow_dependency_failures = True
     job.enqueue_at_front = False
     job._rqfast_trace = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'  # rqfast's (tracing.py)

@@ -44,6 +44,7 @@ CASES = {
     "K.rl_waiting('r1')": keys.rate_limit_waiting_key('r1'),
     "K.debounce('d1')": keys.debounce_key('d1'),
     "K.throttle('t1')": keys.throttle_key('t1'),
+    "K.rl_window('r1')": keys.rate_limit_window_key('r1'),
 }
 
 
