@@ -18,16 +18,8 @@ from .status import JobStatus
 from .text import as_text
 from .timeouts import parse_timeout
 
-__all__ = [
-    'HASH_FIELDS',
-    'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD',
-    'Codec',
-    'encode_meta',
-    'JobRecord',
-    'job_fields',
-    'restore_job',
-    'unreadable_fields',
-]
+__all__ = ['HASH_FIELDS', 'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD', 'Codec', 'encode_meta', 'JobRecord', 'job_fields']
+__all__ += ['restore_job', 'unreadable_fields']
 
 
 WRITE: Any = object()  # Codec.none: call `write` for None as well
