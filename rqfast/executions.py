@@ -201,6 +201,3 @@ def prepare_execution(worker: BaseWorker, job: Job) -> Execution:
         pipeline.execute()
     worker.execution = execution  # added to worker.executions
     return execution
-
-
-Job.registry_classes['executions'] = ExecutionRegistry

@@ -3,7 +3,8 @@
 Every import counts, including those inside function bodies; only imports under `if TYPE_CHECKING:`
 are left out (they never run). LAYERS is the one table of which module may import which:
 a module imports only from its own layer or the layers below it. tests/test_layers.py asserts
-that the graph has no cycle and keeps to the layers.
+that the graph has no cycle and keeps to the layers, that docs/layout.md's table places the same
+modules, and that every import inside a function is one LATE_IMPORTS lists, with its reason.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         ],
     ),
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
-    ('runners', ['maintenance', 'sync', 'orphaned', 'horse', 'scheduler']),
-    ('registry', ['registry', 'executions']),
+    ('runners', ['maintenance', 'sync', 'orphaned', 'horse']),
+    ('registry', ['registry', 'executions', 'scheduler']),
     ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
@@ -79,6 +80,60 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('cli', ['cli', '__main__']),
     ('api', [PACKAGE]),
 ]
+
+# Imports inside a function body, the only ones allowed: (module, what it imports) -> (how many such
+# statements, why). A reason is an optional dependency or start-up cost: a work horse or a spawned
+# child imports only what running its job needs (rqfast/horse.py), and `python -m rqfast` no more
+# than its command needs. tests/test_layers.py fails on an import inside a function not listed here,
+# and on an entry no longer found (delete it). A class a lower layer needs from a higher one is named
+# by a dotted path instead (rqfast.defaults.REGISTRY_CLASSES), never imported in a function.
+_CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
+LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
+    ('rqfast.connections', 'redis.exceptions'): (1, _CHILD + 'imports connections without redis-py'),
+    ('rqfast.connections', 'redis.sentinel'): (1, 'only a Sentinel-managed pool needs it'),
+    ('rqfast.dates', 'calendar'): (2, _CHILD + 'need not import calendar (and locale)'),
+    ('rqfast.execution', 'rqfast.capture'): (2, 'start-up cost: only a job run with capture_output=True'),
+    ('rqfast.execution', 'traceback'): (2, _CHILD + 'whose job succeeds never imports it'),
+    ('rqfast.horse', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
+    ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client'),
+    ('rqfast.horse', 'traceback'): (3, _CHILD + 'whose job loads and succeeds never imports it'),
+    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one'),
+    ('rqfast.job', 'rqfast.results'): (3, _CHILD + 'loads a Job; only reading results needs them'),
+    ('rqfast.job', 'rqfast.scripts'): (4, _CHILD + 'loads a Job; the scripts (and their loader) only to write'),
+    ('rqfast.jobhash', 'json'): (2, _CHILD + 'whose job has no JSON fields never imports json'),
+    ('rqfast.jobhash', 'rqfast.webhook'): (1, _CHILD + 'whose job has no webhooks never imports urllib'),
+    ('rqfast.jobrun', 'asyncio'): (2, _CHILD + 'that runs no coroutine never imports asyncio'),
+    ('rqfast.jobrun', 'json'): (2, _CHILD + 'whose job reports no progress never imports json'),
+    ('rqfast.jobrun', 'rqfast.scripts'): (1, _CHILD + 'whose job reports no progress loads no script'),
+    ('rqfast.jobspec', 'rqfast.webhook'): (1, _CHILD + 'creates no job with webhooks'),
+    ('rqfast.jobspec', 'uuid'): (1, _CHILD + 'creates no job, so never imports uuid'),
+    ('rqfast.metrics', 'prometheus_client'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.metrics', 'prometheus_client.core'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.orphaned', 'logging'): (1, _CHILD + 'logs only when its worker died'),
+    ('rqfast.orphaned', 'rqfast.engine'): (1, _CHILD + 'records its own outcome only when its worker died'),
+    ('rqfast.orphaned', 'select'): (1, _CHILD + 'whose worker does not stand it by never imports select'),
+    ('rqfast.scriptload', 'hashlib'): (1, 'start-up cost: only when a script is first loaded'),
+    ('rqfast.scriptload', 'hiredis'): (1, 'optional dependency: hiredis packs commands when installed'),
+    ('rqfast.scriptload', 'pathlib'): (1, 'start-up cost: only when a script is first loaded'),
+    ('rqfast.scriptload', 'redis'): (1, _CHILD + 'may load a script (set_progress) without redis-py'),
+    ('rqfast.scriptload', 'redis.exceptions'): (4, _CHILD + 'may load a script (set_progress) without redis-py'),
+    ('rqfast.serializers', 'json'): (2, _CHILD + 'with a pickled job never imports json'),
+    ('rqfast.text', 'json'): (1, _CHILD + 'whose job has no JSON fields never imports json'),
+    ('rqfast.timeouts', 'numbers'): (1, _CHILD + 'reads its timeouts as text and never imports numbers'),
+    ('rqfast.utils', 'rqfast.job'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Job"),
+    ('rqfast.utils', 'rqfast.queue'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Queue"),
+    ('rqfast.utils', 'rqfast.worker'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no worker"),
+    ('rqfast.webhook', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
+    ('rqfast.webhook', 'urllib.parse'): (1, 'start-up cost: loading a job (in a horse) needs no URL parsing'),
+    ('rqfast.webhook', 'urllib.request'): (2, 'start-up cost: only a worker that sends a webhook'),
+    # rqfast/worker/: being reworked into one loop (issue 25, item 1), which removes or reasons these
+    ('rqfast.worker.base', 'rqfast.worker.concurrent'): (1, 'start-up cost: only a worker with concurrency > 1'),
+    ('rqfast.worker.spawn', 'rqfast.horse'): (1, 'start-up cost: only an RQ-style spawned child serves a job'),
+    ('rqfast.worker.spawn', 'traceback'): (1, 'start-up cost: only a spawned child that fails'),
+    ('rqfast.worker.upkeep', 'rqfast.group'): (1, 'no reason recorded: kept for the worker loop rework'),
+    ('rqfast.worker.upkeep', 'rqfast.maintenance'): (2, 'no reason recorded: kept for the worker loop rework'),
+    ('rqfast.worker.upkeep', 'rqfast.scheduler'): (1, 'no reason recorded: kept for the worker loop rework'),
+}
 
 
 def module_names() -> dict[str, Path]:
@@ -156,6 +211,33 @@ def import_graph() -> dict[str, set[str]]:
                 edges |= {target} | (_ancestors(target) - _ancestors(name) - {PACKAGE})
         graph[name] = edges - {name}
     return graph
+
+
+def late_imports() -> dict[tuple[str, str], int]:
+    """(module, what it imports) -> how many import statements inside function bodies import it.
+
+    What is imported is the package's module the statement runs, or else the module it names.
+    """
+    paths = module_names()
+    modules = set(paths)
+    found: dict[tuple[str, str], int] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_package = path.name == '__init__.py'
+        statements = {
+            node
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+            for node in ast.walk(function)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        }
+        for node in statements:
+            targets = _targets(node, name, is_package, modules)
+            if not targets:
+                targets = {alias.name for alias in node.names} if isinstance(node, ast.Import) else {node.module or ''}
+            for target in targets:
+                found[name, target] = found.get((name, target), 0) + 1
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
