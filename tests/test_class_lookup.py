@@ -19,6 +19,7 @@ import pytest
 import redis
 
 from rqfast import Queue
+from rqfast.connections import has_sockets
 from rqfast.defaults import REGISTRY_CLASSES, REGISTRY_QUEUE_CLASS
 from rqfast.executions import ExecutionRegistry
 from rqfast.imports import class_at
@@ -135,3 +136,8 @@ def test_the_scheduler_makes_scheduled_registries_of_its_own(connection: redis.R
     assert [type(r) for r in scheduler._scheduled_job_registries] == [ScheduledJobRegistry]
     assert scheduler._scheduled_job_registries[0].key == 'rq:scheduled:lookup'
 
+
+def test_has_sockets_tells_a_server_from_fakeredis(connection: redis.Redis) -> None:
+    real = type(connection).__module__.startswith('redis')
+    assert has_sockets(connection) is real
+    assert has_sockets(redis.Redis(connection_pool=connection.connection_pool)) is real  # the pool tells too
