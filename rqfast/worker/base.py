@@ -200,10 +200,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
         polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
         if self._engine_client is None:
-            if not has_sockets(self.connection):
-                self._engine_client = self.connection
-            else:
-                self._engine_client = scripts.DirectLine(self.connection)
+            real = has_sockets(self.connection)  # fakeredis: its own client, no sockets to send packed commands on
+            self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
         return self._engine_client
 
     # --- starting and stopping
