@@ -31,6 +31,15 @@ _UNKNOWN_VERSION = (5, 0, 9)
 _VERSION_ATTRIBUTE = '__rq_redis_server_version'  # RQ's cache on the connection object
 
 
+def has_sockets(connection: Any) -> bool:
+    """Whether `connection` talks to a server over sockets: False for fakeredis, whose server lives in this
+    process, so that a worker does not wait on its sockets (select), open a pub/sub client of its own or
+    send it pre-packed commands (scripts.DirectLine)."""
+    pool = getattr(connection, 'connection_pool', None)
+    classes = (type(connection), getattr(pool, 'connection_class', None) or type(None))
+    return not any(cls.__module__.startswith('fakeredis') for cls in classes)
+
+
 def get_connection_kwargs(connection: Redis) -> dict[str, Any]:
     """The pool kwargs that rebuild this connection in another process."""
     kwargs = dict(connection.connection_pool.connection_kwargs)

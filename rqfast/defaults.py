@@ -68,6 +68,17 @@ def rq2_compat() -> bool:
 
 # --- rqfast's own
 
+# Classes a lower layer hands out and a higher one defines, by dotted path (rqfast.imports.import_attribute
+# looks each up when first used, so no import order matters): a job's registries by kind
+# (job.failed_job_registry...), the queue a registry made without one gives (registry.get_queue()).
+REGISTRY_CLASSES = {
+    'started': 'rqfast.registry.StartedJobRegistry',
+    'failed': 'rqfast.registry.FailedJobRegistry',
+    'finished': 'rqfast.registry.FinishedJobRegistry',
+    'executions': 'rqfast.executions.ExecutionRegistry',
+}
+REGISTRY_QUEUE_CLASS = 'rqfast.queue.Queue'
+
 DEFAULT_QUEUE_TIMEOUT = 180  # a job's timeout when neither it nor its queue sets one (RQ's Queue.DEFAULT_TIMEOUT)
 MAINTENANCE_INTERVAL = 60  # seconds between maintenance passes (RQ: 600): abandoned jobs are found sooner
 MAINTENANCE_LOCK_TTL = 899  # RQ's rq:clean_registries:<q> lock TTL

@@ -1,6 +1,6 @@
 """RQ's Job.dependencies_are_met: whether a deferred job's dependencies, as Redis holds them, let it run.
 
-Job.dependencies_are_met calls it when asked (a horse running a job never imports this module).
+Job.dependencies_are_met calls it (this module imports rqfast.job for its annotations only).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ commands into the caller's pipeline, as RQ's do.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from redis import Redis
 
@@ -22,9 +22,6 @@ from .jobspec import parse_job_id
 from .registry import BaseRegistry
 from .status import WorkerStatus
 from .text import as_text
-
-if TYPE_CHECKING:
-    from .worker import BaseWorker
 
 
 class Execution:
@@ -189,7 +186,23 @@ def heartbeat_ttl(timeout: int | None, monitoring_interval: int) -> int:
     return monitoring_interval + HEARTBEAT_GRACE
 
 
-def prepare_execution(worker: BaseWorker, job: Job) -> Execution:
+class _PreparingWorker(Protocol):
+    """What prepare_execution() reads and sets of a worker (rqfast.worker.BaseWorker has it)."""
+
+    job_monitoring_interval: int
+    execution: Any
+
+    @property
+    def connection(self) -> Redis: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+def prepare_execution(worker: _PreparingWorker, job: Job) -> Execution:
     """RQ's step before a job runs, for code that drives a worker by hand: a new execution, the worker busy.
 
     rqfast's worker does this in its claim script, not through here.
@@ -201,6 +214,3 @@ def prepare_execution(worker: BaseWorker, job: Job) -> Execution:
         pipeline.execute()
     worker.execution = execution  # added to worker.executions
     return execution
-
-
-Job.registry_classes['executions'] = ExecutionRegistry

@@ -29,6 +29,7 @@ from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 from .pipes import read_message, write_message
+from .status import JobStatus
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -359,8 +360,6 @@ def _load_job(
     started_at: datetime,
     policy: Any = None,
 ) -> Any:
-    from .status import JobStatus
-
     job = settings.job_class(job_id, connection=connection, serializer=settings.serializer)
     if policy is not None:
         policy.arm(job, raw)  # before restore: meta is unpickled there

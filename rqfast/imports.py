@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import os
 import sys
@@ -29,8 +30,6 @@ def import_attribute(name: str) -> Any:
         break
     else:
         # A single name: a builtin, as RQ allows ('len').
-        import builtins
-
         if len(parts) == 1 and hasattr(builtins, name):
             return getattr(builtins, name)
         raise ValueError(f'Invalid attribute name: {name}')
@@ -41,6 +40,13 @@ def import_attribute(name: str) -> Any:
         except AttributeError:
             raise ValueError(f'Invalid attribute name: {name} ({obj!r} has no attribute {attr!r})') from None
     return obj
+
+
+def class_at(path: str) -> Any:
+    """The class at `path`, exactly `module.Name`, its module imported if it is not yet: how a lower layer
+    reaches a class a higher layer defines (rqfast.defaults.REGISTRY_CLASSES), whatever was imported first."""
+    module, _, name = path.rpartition('.')
+    return getattr(importlib.import_module(module), name)
 
 
 def import_subclass(name: str, base: _C, kind: str) -> _C:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from . import keys
 from .dates import epoch_seconds, now, utcformat
-from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
+from .defaults import CALLBACK_TIMEOUT, REGISTRY_CLASSES, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
+from .dependencies import dependencies_are_met, releasable_dependents
 from .exceptions import InvalidJobOperation, NoSuchJobError
+from .imports import class_at
 from .jobhash import encode_meta, job_fields, restore_job
 from .joboptions import Callback, Retry
 from .jobrun import JobRun, running_job
@@ -34,7 +36,6 @@ from .types import FunctionReferenceType, JobDependencyType
 if TYPE_CHECKING:
     from redis import Redis
 
-    from .registry import BaseRegistry
     from .results import Result
 
 __all__ = [
@@ -76,11 +77,6 @@ class Job(JobRun):
 
     redis_job_namespace_prefix = keys.JOB_PREFIX
     _cached_result: Result | None = None
-
-    # The registry classes by kind ('started', 'failed', 'finished'). rqfast.registry, a layer above,
-    # fills this in when it is imported (as `import rqfast` does), so a job reaches its registries
-    # without importing them.
-    registry_classes: ClassVar[dict[str, type[BaseRegistry]]] = {}
 
     # --- status
 
@@ -165,8 +161,6 @@ class Job(JobRun):
         `parent_job` is checked by its status (refreshed with refresh_job_status) and must not be
         canceled or stopped; with a `pipeline`, the dependencies' hashes are WATCHed on it, as in RQ.
         """
-        from .dependencies import dependencies_are_met  # here: a horse running a job never asks
-
         return dependencies_are_met(self, parent_job, pipeline, exclude_job_id, refresh_job_status)
 
     # --- reading and writing
@@ -234,7 +228,6 @@ class Job(JobRun):
         if pipeline is not None and self.has_rate_limit:  # RQ 3.0 refuses it (its promotion is a later step)
             raise InvalidJobOperation('Cannot cancel a rate-limited job with a caller-supplied pipeline')
         from . import scripts
-        from .dependencies import releasable_dependents
 
         expected: dict[str, list[str]] = {}
         if pipeline is not None and enqueue_dependents and not rq2_compat():  # RQ 2.12: any pipeline, no map
@@ -369,10 +362,8 @@ class Job(JobRun):
     # --- registries
 
     def _registry(self, kind: str) -> Any:
-        if kind not in self.registry_classes:  # a SpawnWorker's child imports only what its job imports
-            raise RuntimeError(f'job.{kind}_job_registry needs rqfast.registry: import it (or rqfast) first')
-        registry_class = self.registry_classes[kind]
-        return registry_class(self.origin, connection=self.connection, serializer=self.serializer)
+        registry_class = class_at(REGISTRY_CLASSES[kind])  # a layer above: looked up when asked for
+        return registry_class(self.origin, connection=self.connection, job_class=type(self), serializer=self.serializer)
 
     @property
     def started_job_registry(self) -> Any:
@@ -388,10 +379,8 @@ class Job(JobRun):
 
     @property
     def execution_registry(self) -> Any:
-        """This job's executions (rqfast.executions sets the class when imported, as `import rqfast` does)."""
-        if 'executions' not in self.registry_classes:
-            raise RuntimeError('job.execution_registry needs rqfast.executions: import it (or rqfast) first')
-        return self.registry_classes['executions'](self.id, connection=self.connection)
+        """This job's executions (rqfast.executions.ExecutionRegistry)."""
+        return class_at(REGISTRY_CLASSES['executions'])(self.id, connection=self.connection)
 
     def get_executions(self) -> list[Any]:
         """The job's live executions (rqfast.executions.Execution), as the claim script recorded them."""

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import keys, registry, scripts
+from . import keys, scripts
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
@@ -338,7 +338,3 @@ class Queue(CreatingQueue):
 def _keyed_fields(data: EnqueueData) -> tuple[Any, Any]:
     """An EnqueueData's debounce and throttle: None, None for one made by RQ's prepare_data (no such fields)."""
     return getattr(data, 'debounce', None), getattr(data, 'throttle', None)
-
-
-# get_queue() of a registry (a layer below) makes one of these.
-registry.BaseRegistry.queue_class = Queue

@@ -5,16 +5,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from . import keys, scripts
 from .callbacks import execute_failure_callback
 from .dates import epoch_seconds, from_epoch, now
-from .defaults import DEFAULT_FAILURE_TTL, SCHEDULER_CHUNK, rq2_compat
+from .defaults import DEFAULT_FAILURE_TTL, REGISTRY_QUEUE_CLASS, SCHEDULER_CHUNK, rq2_compat
 from .exceptions import InvalidJobOperation, NoSuchJobError
+from .imports import class_at
 from .job import Job, parse_job_id
 from .maintenance import fail_abandoned_jobs, recover_ready
-from .scheduler import RQScheduler
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .text import as_text
@@ -31,9 +31,7 @@ class BaseRegistry:
     key_template = keys.format_template(keys.registry_key)
     job_class: type[Job] = Job
     death_penalty_class: Any = UnixSignalDeathPenalty
-    # What get_queue() makes. rqfast.queue, a layer above, sets it to Queue when it is imported (as
-    # `import rqfast` does), so a registry reaches its queue without importing it.
-    queue_class: ClassVar[type[Queue]]
+    queue_class: type[Queue] | None = None  # what get_queue() makes (None: rqfast's Queue)
 
     def __init__(
         self,
@@ -43,6 +41,7 @@ class BaseRegistry:
         queue: BaseQueue | None = None,
         serializer: Any = None,
         death_penalty_class: Any = None,
+        queue_class: type[Queue] | None = None,
     ):
         if queue is not None:
             self.name, self.connection, self.serializer = queue.name, queue.connection, queue.serializer
@@ -51,6 +50,7 @@ class BaseRegistry:
             self.connection = cast('Redis', connection)
         self.key = self.key_template.format(self.name)
         self.job_class = job_class or Job
+        self.queue_class = queue_class or self.queue_class
         if death_penalty_class is not None:
             self.death_penalty_class = death_penalty_class
 
@@ -105,7 +105,9 @@ class BaseRegistry:
         return [self.parse_job_id(member) for member in self.connection.zrange(self.key, start, end, desc=desc)]
 
     def get_queue(self) -> Queue:
-        return self.queue_class(self.name, connection=self.connection, serializer=self.serializer)
+        # rqfast.queue sits a layer above (its queues make registries): looked up when first asked for
+        queue_class = self.queue_class or class_at(REGISTRY_QUEUE_CLASS)
+        return queue_class(self.name, connection=self.connection, serializer=self.serializer)
 
     def get_expiration_time(self, job: Job) -> datetime:
         score = self.connection.zscore(self.key, job.id)
@@ -328,7 +330,3 @@ def clean_registries(queue: Queue, exception_handlers: list[Any] | None = None) 
     for registry in (queue.finished_job_registry, queue.started_job_registry, queue.failed_job_registry):
         registry.cleanup(exception_handlers=exception_handlers)
     queue.ready_job_registry.cleanup()  # RQ 3.0's addition
-
-
-Job.registry_classes.update(started=StartedJobRegistry, failed=FailedJobRegistry, finished=FinishedJobRegistry)
-RQScheduler.registry_class = ScheduledJobRegistry

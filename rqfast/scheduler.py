@@ -36,6 +36,7 @@ from .defaults import (
     SCHEDULER_MAX_BACKOFF,
 )
 from .exceptions import SchedulerNotFound
+from .registry import ScheduledJobRegistry
 from .serializers import resolve_serializer
 from .text import as_text
 
@@ -57,8 +58,7 @@ def _names(queues: Any) -> list[str]:
 
 class RQScheduler:
     Status = SchedulerStatus
-    # What prepare_registries() makes: rqfast.registry (a layer above) sets ScheduledJobRegistry.
-    registry_class: ClassVar[Any] = None
+    registry_class: ClassVar[type[ScheduledJobRegistry]] = ScheduledJobRegistry  # what prepare_registries() makes
 
     def __init__(
         self,
@@ -248,7 +248,7 @@ class RQScheduler:
         """Move the due jobs of the queues whose locks are held (checked again in the same call); moved per queue."""
         self._status = SchedulerStatus.WORKING
         try:
-            if not self._scheduled_job_registries and self._acquired_locks and self.registry_class is not None:
+            if not self._scheduled_job_registries and self._acquired_locks:
                 self.prepare_registries()
             names = [r.name for r in self._scheduled_job_registries] or sorted(self._acquired_locks)
             states = self._call(names, move=True) if names else {}

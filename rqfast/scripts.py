@@ -15,6 +15,7 @@ from . import keys, tracing
 from .dates import epoch_seconds, now, utcformat
 from .defaults import rq2_compat
 from .exceptions import DuplicateJobError
+from .jobhash import job_fields
 from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
 from .scriptload import Script as Script
@@ -41,8 +42,6 @@ def enqueue_record(
     """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
     and, unless it schedules the job, enqueued_at itself. Without check_dependencies the record
     names no dependency, so the job is queued whatever their state (RQ's Queue._enqueue_job)."""
-    from .jobhash import job_fields
-
     fields = job_fields(job)
     fields.pop('status', None)
     if tracing.ENABLED and tracing.TRACE_FIELD not in fields:  # the enqueuer's span, the parent of the job's run

@@ -5,19 +5,20 @@ Either way jobs in hand finish and no new ones start; the claim scripts check bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from redis import Redis
 
 from . import keys
 
-if TYPE_CHECKING:
-    from .worker import BaseWorker
-
 WORKERS_SUSPENDED = keys.SUSPENDED
 
 
-def is_suspended(connection: Redis, worker: BaseWorker | None = None) -> bool:
+class _Heartbeating(Protocol):
+    def heartbeat(self) -> object: ...
+
+
+def is_suspended(connection: Redis, worker: _Heartbeating | None = None) -> bool:
     """Whether workers are suspended; a worker asking heartbeats first, as in RQ."""
     if worker is not None:
         worker.heartbeat()

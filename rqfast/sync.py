@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import engine
 from .dates import now
@@ -21,13 +21,26 @@ from .status import JobStatus
 from .timeouts import NoDeathPenalty
 
 if TYPE_CHECKING:
-    from .queuebase import BaseQueue
+    from redis import Redis
 
 # The job handle's status after a sync run, as RQ's run_sync leaves it (a returned Retry: still started).
 _STATUS_AFTER = {OutcomeKind.SUCCESS: JobStatus.FINISHED, OutcomeKind.FAILURE: JobStatus.FAILED}
 
 
-def perform_sync(queue: BaseQueue, job: Job) -> Outcome:
+class _SyncQueue(Protocol):
+    """What a sync run reads of its queue (rqfast.queuebase.BaseQueue has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def connection(self) -> Redis: ...
+
+    @property
+    def death_penalty_class(self) -> Any: ...
+
+
+def perform_sync(queue: _SyncQueue, job: Job) -> Outcome:
     """Perform the job here (no time limit, as RQ's) and record its outcome; its callbacks are not run."""
     job.worker_name = 'sync'
     job.set_local_status(JobStatus.STARTED)
@@ -51,7 +64,7 @@ def perform_sync(queue: BaseQueue, job: Job) -> Outcome:
     return outcome
 
 
-def sync_death_penalty(queue: BaseQueue) -> Any:
+def sync_death_penalty(queue: _SyncQueue) -> Any:
     """The time limit of a sync run's callbacks: the queue's penalty (RQ 3.0); none under RQ 2.12 compat
     (2.12 called them directly) or off the main thread (SIGALRM cannot be set there)."""
     if rq2_compat() or threading.current_thread() is not threading.main_thread():

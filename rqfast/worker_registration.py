@@ -7,22 +7,31 @@ worker hash); these functions are RQ's API over the same sets, for tools and tes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from redis import Redis
 
 from . import keys
 from .text import as_text
 
-if TYPE_CHECKING:
-    from .worker import BaseWorker
-
 WORKERS_BY_QUEUE_KEY = keys.workers_by_queue_key('%s')  # 'rq:workers:%s'
 REDIS_WORKER_KEYS = keys.WORKERS
 MAX_KEYS = 1000  # members per SREM when clean_worker_registry drops dead workers
 
 
-def register(worker: BaseWorker, pipeline: Any = None) -> None:
+class _RegisteredWorker(Protocol):
+    """What register() and unregister() read of a worker (rqfast.worker.BaseWorker has it)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def connection(self) -> Redis: ...
+
+    def queue_names(self) -> list[str]: ...
+
+
+def register(worker: _RegisteredWorker, pipeline: Any = None) -> None:
     """Add the worker's key to rq:workers and to the set of each of its queues."""
     target = pipeline if pipeline is not None else worker.connection.pipeline()
     target.sadd(keys.WORKERS, worker.key)
@@ -32,7 +41,7 @@ def register(worker: BaseWorker, pipeline: Any = None) -> None:
         target.execute()
 
 
-def unregister(worker: BaseWorker, pipeline: Any = None) -> None:
+def unregister(worker: _RegisteredWorker, pipeline: Any = None) -> None:
     """Take the worker's key out of rq:workers and its queues' sets."""
     target = pipeline if pipeline is not None else worker.connection.pipeline()
     target.srem(keys.WORKERS, worker.key)

@@ -3,7 +3,8 @@
 Every import counts, including those inside function bodies; only imports under `if TYPE_CHECKING:`
 are left out (they never run). LAYERS is the one table of which module may import which:
 a module imports only from its own layer or the layers below it. tests/test_layers.py asserts
-that the graph has no cycle and keeps to the layers.
+that the graph has no cycle and keeps to the layers, that docs/layout.md's table places the same
+modules, and that every import inside a function is one LATE_IMPORTS lists, with its reason.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         ],
     ),
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
-    ('runners', ['maintenance', 'sync', 'orphaned', 'horse', 'scheduler']),
-    ('registry', ['registry', 'executions']),
+    ('runners', ['maintenance', 'sync', 'orphaned', 'horse']),
+    ('registry', ['registry', 'executions', 'scheduler']),
     ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
@@ -79,6 +80,78 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('cli', ['cli', '__main__']),
     ('api', [PACKAGE]),
 ]
+
+# Imports inside a function body, the only ones allowed: (module, what it imports) -> (how many such
+# statements, why). A reason is an optional dependency or start-up cost: a work horse or a spawned
+# child imports only what running its job needs (rqfast/horse.py), and `python -m rqfast` no more
+# than its command needs. tests/test_layers.py fails on an import inside a function not listed here,
+# and on an entry no longer found (delete it). A class a lower layer needs from a higher one is named
+# by a dotted path instead (rqfast.defaults.REGISTRY_CLASSES), never imported in a function.
+_CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
+LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
+    ('rqfast.connections', 'redis.exceptions'): (1, _CHILD + 'imports connections without redis-py'),
+    ('rqfast.connections', 'redis.sentinel'): (1, 'only a Sentinel-managed pool needs it'),
+    ('rqfast.dates', 'calendar'): (2, _CHILD + 'need not import calendar (and locale)'),
+    ('rqfast.execution', 'rqfast.capture'): (2, 'start-up cost: only a job run with capture_output=True'),
+    ('rqfast.execution', 'traceback'): (2, _CHILD + 'whose job succeeds never imports it'),
+    ('rqfast.horse', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
+    ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client'),
+    ('rqfast.horse', 'traceback'): (3, _CHILD + 'whose job loads and succeeds never imports it'),
+    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one'),
+    ('rqfast.job', 'rqfast.results'): (3, _CHILD + 'loads a Job; only reading results needs them'),
+    ('rqfast.job', 'rqfast.scripts'): (4, _CHILD + 'loads a Job; the scripts (and their loader) only to write'),
+    ('rqfast.jobhash', 'json'): (2, _CHILD + 'whose job has no JSON fields never imports json'),
+    ('rqfast.jobhash', 'rqfast.webhook'): (1, _CHILD + 'whose job has no webhooks never imports urllib'),
+    ('rqfast.jobrun', 'asyncio'): (2, _CHILD + 'that runs no coroutine never imports asyncio'),
+    ('rqfast.jobrun', 'json'): (2, _CHILD + 'whose job reports no progress never imports json'),
+    ('rqfast.jobrun', 'rqfast.scripts'): (1, _CHILD + 'whose job reports no progress loads no script'),
+    ('rqfast.jobspec', 'rqfast.webhook'): (1, _CHILD + 'creates no job with webhooks'),
+    ('rqfast.jobspec', 'uuid'): (1, _CHILD + 'creates no job, so never imports uuid'),
+    ('rqfast.metrics', 'prometheus_client'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.metrics', 'prometheus_client.core'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.orphaned', 'logging'): (1, _CHILD + 'logs only when its worker died'),
+    ('rqfast.orphaned', 'rqfast.engine'): (1, _CHILD + 'records its own outcome only when its worker died'),
+    ('rqfast.orphaned', 'select'): (1, _CHILD + 'whose worker does not stand it by never imports select'),
+    ('rqfast.scriptload', 'hashlib'): (1, 'start-up cost: only when a script is first loaded'),
+    ('rqfast.scriptload', 'hiredis'): (1, 'optional dependency: hiredis packs commands when installed'),
+    ('rqfast.scriptload', 'pathlib'): (1, 'start-up cost: only when a script is first loaded'),
+    ('rqfast.scriptload', 'redis'): (1, _CHILD + 'may load a script (set_progress) without redis-py'),
+    ('rqfast.scriptload', 'redis.exceptions'): (4, _CHILD + 'may load a script (set_progress) without redis-py'),
+    ('rqfast.serializers', 'json'): (2, _CHILD + 'with a pickled job never imports json'),
+    ('rqfast.text', 'json'): (1, _CHILD + 'whose job has no JSON fields never imports json'),
+    ('rqfast.timeouts', 'numbers'): (1, _CHILD + 'reads its timeouts as text and never imports numbers'),
+    ('rqfast.utils', 'rqfast.job'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Job"),
+    ('rqfast.utils', 'rqfast.queue'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Queue"),
+    ('rqfast.utils', 'rqfast.worker'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no worker"),
+    ('rqfast.webhook', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
+    ('rqfast.webhook', 'urllib.parse'): (1, 'start-up cost: loading a job (in a horse) needs no URL parsing'),
+    ('rqfast.webhook', 'urllib.request'): (2, 'start-up cost: only a worker that sends a webhook'),
+    # rqfast/worker/: being reworked into one loop (issue 25, item 1), which removes or reasons these
+    ('rqfast.worker.base', 'rqfast.worker.concurrent'): (1, 'start-up cost: only a worker with concurrency > 1'),
+    ('rqfast.worker.spawn', 'rqfast.horse'): (1, 'start-up cost: only an RQ-style spawned child serves a job'),
+    ('rqfast.worker.spawn', 'traceback'): (1, 'start-up cost: only a spawned child that fails'),
+    ('rqfast.worker.upkeep', 'rqfast.group'): (1, 'no reason recorded: kept for the worker loop rework'),
+    ('rqfast.worker.upkeep', 'rqfast.maintenance'): (2, 'no reason recorded: kept for the worker loop rework'),
+    ('rqfast.worker.upkeep', 'rqfast.scheduler'): (1, 'no reason recorded: kept for the worker loop rework'),
+}
+
+# Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class
+# whose module imports it at run time. (module, what it imports) -> why no small protocol replaces it.
+# tests/test_layers.py fails on a loop not listed here, and on an entry no longer found.
+_WORKER_REWORK = 'rqfast/worker/: left to the one-loop rework (issue 25, item 1)'
+TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
+    ('rqfast.command', 'rqfast.worker'): "RQ's command handlers act on the worker itself (six of its members)",
+    ('rqfast.dependencies', 'rqfast.job'): "Job.dependencies_are_met's body, typed as the Job it serves",
+    ('rqfast.intermediate_queue', 'rqfast.queue'): "RQ's IntermediateQueue.cleanup(worker, queue)",
+    ('rqfast.intermediate_queue', 'rqfast.worker'): "RQ's IntermediateQueue.cleanup(worker, queue)",
+    ('rqfast.rate_limit', 'rqfast.job'): "RateLimitRegistry.from_job and release_slot read a Job's rate limit",
+    ('rqfast.registry', 'rqfast.queue'): "RQ's registry.get_queue() returns a Queue (queue_class= names one)",
+    ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
+    ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
+    ('rqfast.types', 'rqfast.job'): "RQ's type aliases (rq.types) name Job",
+    ('rqfast.worker.concurrent', 'rqfast.worker.base'): _WORKER_REWORK,
+    ('rqfast.worker.steps', 'rqfast.worker.base'): _WORKER_REWORK,
+}
 
 
 def module_names() -> dict[str, Path]:
@@ -158,6 +231,65 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
+def type_only_imports() -> set[tuple[str, str]]:
+    """(module, the package's module it imports) for every import under `if TYPE_CHECKING:`."""
+    paths = module_names()
+    modules = set(paths)
+    found: set[tuple[str, str]] = set()
+    for name, path in paths.items():
+        is_package = path.name == '__init__.py'
+        for block in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not (isinstance(block, ast.If) and _is_type_checking(block.test)):
+                continue
+            for node in (n for statement in block.body for n in ast.walk(statement)):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    found |= {(name, target) for target in _targets(node, name, is_package, modules) - {name}}
+    return found
+
+
+def type_only_loops(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The type-only imports `a -> b` where b imports a at run time, directly or not."""
+    loops = set()
+    for module, target in type_only_imports():
+        seen: set[str] = set()
+        todo = [target]
+        while todo:
+            for imported in graph.get(todo.pop(), ()):
+                if imported not in seen:
+                    seen.add(imported)
+                    todo.append(imported)
+        if module in seen:
+            loops.add((module, target))
+    return loops
+
+
+def late_imports() -> dict[tuple[str, str], int]:
+    """(module, what it imports) -> how many import statements inside function bodies import it.
+
+    What is imported is the package's module the statement runs, or else the module it names.
+    """
+    paths = module_names()
+    modules = set(paths)
+    found: dict[tuple[str, str], int] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_package = path.name == '__init__.py'
+        statements = {
+            node
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+            for node in ast.walk(function)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        }
+        for node in statements:
+            targets = _targets(node, name, is_package, modules)
+            if not targets:
+                targets = {alias.name for alias in node.names} if isinstance(node, ast.Import) else {node.module or ''}
+            for target in targets:
+                found[name, target] = found.get((name, target), 0) + 1
+    return found
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle as [a, b, ..., a], or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -221,6 +353,13 @@ def main() -> int:
     print('layer violations:', '\n  ' + '\n  '.join(violations) if violations else 'none')
     if unplaced:
         print('not in LAYERS:', ', '.join(sorted(unplaced)))
+    late = late_imports()
+    print(f'imports inside functions: {sum(late.values())} ({len(late)} module pairs; LATE_IMPORTS gives why)')
+    typed = type_only_imports()
+    upward = sorted(f'{a} -> {b}' for a, b in typed if _safe_layer(b) > _safe_layer(a))
+    print(f'type-only imports: {len(typed)}, upward: {len(upward)}', *upward, sep='\n  ')
+    loops = sorted(f'{a} -> {b}' for a, b in type_only_loops(graph))
+    print('type-only loops (TYPE_ONLY_LOOPS gives why):', *loops, sep='\n  ')
     return 1 if cycle or violations or unplaced else 0
 
 

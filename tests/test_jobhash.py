@@ -129,7 +129,7 @@ def test_set_local_status_writes_nothing(fake_conn: redis.Redis) -> None:
 
 
 def test_a_job_reaches_its_registries_and_a_registry_its_queue(fake_conn: redis.Redis) -> None:
-    """Through class hooks the layers above fill in, not imports (see Job.registry_classes)."""
+    """By dotted paths looked up when first used (rqfast.defaults.REGISTRY_CLASSES)."""
     from rqfast.queue import Queue
     from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 

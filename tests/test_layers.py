@@ -2,13 +2,16 @@
 
 Every module imports alone, in a fresh interpreter, without the package's __init__ running first;
 the graph read from the source (imports inside functions included, `if TYPE_CHECKING:` left out)
-has no cycle; and each module imports only from its own layer or the ones below (LAYERS).
+has no cycle; each module imports only from its own layer or the ones below (LAYERS), which
+docs/layout.md's table shows; an import inside a function is one LATE_IMPORTS lists with its reason;
+and no module, as it is imported, assigns to what another module defines.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -72,6 +75,82 @@ def test_every_module_imports_only_from_its_layer_or_below() -> None:
             unplaced.append(module)
     assert not unplaced, f'modules missing from import_graph.LAYERS: {unplaced}'
     assert import_graph.layer_violations(graph) == []
+
+
+def test_the_docs_layer_table_places_the_modules_as_layers_does() -> None:
+    rows = re.findall(r'^\| (\w+) \| (`[^|]*`) \|', (REPOSITORY / 'docs' / 'layout.md').read_text(), re.MULTILINE)
+    documented = [(layer, sorted(n.rstrip('/') for n in re.findall(r'`([^`]+)`', names))) for layer, names in rows]
+    assert documented == [(layer, sorted(names)) for layer, names in import_graph.LAYERS]
+
+
+def test_every_import_inside_a_function_is_listed_with_its_reason() -> None:
+    """A new one fails here: import at the top, or list it in LATE_IMPORTS with why (optional, start-up cost)."""
+    found = import_graph.late_imports()
+    listed = {pair: count for pair, (count, _) in import_graph.LATE_IMPORTS.items()}
+    assert {pair: n for pair, n in found.items() if listed.get(pair) != n} == {}, 'not in LATE_IMPORTS (or more)'
+    assert {pair: n for pair, n in listed.items() if found.get(pair) != n} == {}, 'stale in LATE_IMPORTS'
+    assert all(reason.strip() for _, reason in import_graph.LATE_IMPORTS.values())
+
+
+def test_every_type_only_import_that_closes_a_loop_is_listed_with_its_reason() -> None:
+    """A new annotation of a class from a module that imports this one fails here: use a small Protocol
+    (as worker_registration, suspension, executions and sync do), or list it in TYPE_ONLY_LOOPS with why."""
+    loops = import_graph.type_only_loops(import_graph.import_graph())
+    assert sorted(loops - set(import_graph.TYPE_ONLY_LOOPS)) == [], 'not in TYPE_ONLY_LOOPS'
+    assert sorted(set(import_graph.TYPE_ONLY_LOOPS) - loops) == [], 'stale in TYPE_ONLY_LOOPS'
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(alias.asname or alias.name).split('.')[0] for alias in node.names}
+    return names
+
+
+def _top_level_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """What runs as the module is imported: its statements and those of its if/try/with blocks."""
+    found = []
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        found.append(node)
+        for field in ('body', 'orelse', 'finalbody'):
+            found += _top_level_statements(getattr(node, field, []))
+        for handler in getattr(node, 'handlers', []):
+            found += _top_level_statements(handler.body)
+    return found
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+@pytest.mark.parametrize('path', sorted((REPOSITORY / 'rqfast').rglob('*.py')), ids=lambda p: p.name)
+def test_no_module_assigns_to_another_modules_names_as_it_is_imported(path: Path) -> None:
+    """`registry.BaseRegistry.queue_class = Queue` at the bottom of queue.py made behaviour depend on import
+    order; a class a lower layer needs from a higher one is a dotted path (rqfast.defaults), looked up when used."""
+    tree = ast.parse(path.read_text())
+    imported = _imported_names(tree)
+    writes = []
+    for node in _top_level_statements(tree.body):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if isinstance(call.func, ast.Attribute):  # Job.registry_classes.update(...)
+                targets = [call.func.value]
+            elif isinstance(call.func, ast.Name) and call.func.id == 'setattr' and call.args:
+                targets = [ast.Attribute(value=call.args[0], attr='?')]
+        for target in targets:
+            if isinstance(target, ast.Attribute | ast.Subscript) and _root(target) in imported:
+                writes.append(f'{path.name}:{node.lineno}: {ast.unparse(node)}')
+    assert writes == []
 
 
 def test_the_graph_counts_imports_inside_functions_but_not_type_checking_ones() -> None:

@@ -9,27 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import click
 import redis
 
+from ..defaults import DEFAULT_WORKER_CLASS
 from ..imports import import_attribute
 from ..job import Job
 from ..queue import Queue
 from ..serializers import Serializer, resolve_serializer
-from ..worker import BaseWorker, SimpleWorker
+from ..worker import BaseWorker
 from .errors import CliError
 
 T = TypeVar('T')
-
-FORKING_WORKER = 'rqfast.Worker'
 
 # RQ names whose rqfast home differs from `rqfast.` + the rest (every other `rq.X` path maps that way)
 RQ_NAMES = {
     'rq.Job': 'rqfast.job.Job',
 }
-
-# Until the forking worker ships, the default (and RQ's `rq.Worker`) runs jobs in process.
-_FORKING_NAMES = {FORKING_WORKER, 'rqfast.worker.Worker'}
 
 
 def rqfast_name(path: str) -> str:
@@ -56,21 +51,8 @@ def load_class(path: str, option: str, base: type[T]) -> type[T]:
 
 
 def worker_class(path: str | None) -> type[BaseWorker]:
-    """The --worker-class (default rqfast.Worker, or SimpleWorker while there is no forking worker)."""
-    target = rqfast_name(path or FORKING_WORKER)
-    if target in _FORKING_NAMES and not _exists(target):
-        if path is not None:
-            click.echo(f'rqfast: {path} is not available in this version; using rqfast.SimpleWorker', err=True)
-        return SimpleWorker
-    return load_class(path or FORKING_WORKER, '--worker-class', BaseWorker)
-
-
-def _exists(path: str) -> bool:
-    try:
-        import_attribute(path)
-    except (AttributeError, ValueError):
-        return False
-    return True
+    """The --worker-class (default rqfast.Worker, which forks a horse per job, as RQ's)."""
+    return load_class(path or DEFAULT_WORKER_CLASS, '--worker-class', BaseWorker)
 
 
 def job_class(path: str | None) -> type[Job]:

@@ -38,6 +38,7 @@ from redis import Redis
 
 from .. import engine, keys, scripts
 from ..backoff import Backoff
+from ..connections import has_sockets
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
     DEFAULT_RESULT_TTL,
@@ -199,10 +200,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
         polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
         if self._engine_client is None:
-            if type(self.connection).__module__.startswith('fakeredis'):
-                self._engine_client = self.connection
-            else:
-                self._engine_client = scripts.DirectLine(self.connection)
+            real = has_sockets(self.connection)  # fakeredis: its own client, no sockets to send packed commands on
+            self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
         return self._engine_client
 
     # --- starting and stopping

@@ -22,7 +22,7 @@ from redis.retry import Retry as RedisRetry
 from .. import keys
 from ..backoff import Backoff
 from ..command import handle_command, parse_payload
-from ..connections import pool_like
+from ..connections import has_sockets, pool_like
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -42,7 +42,7 @@ class CommandListener:
 
     def start(self) -> None:
         pool = self.connection.connection_pool
-        if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
+        if not hasattr(pool, 'connection_kwargs') or not has_sockets(self.connection):
             return  # fakeredis: no sockets to listen on
         # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
         client = Redis(connection_pool=pool_like(self.connection, retry=RedisRetry(NoBackoff(), 0)))

@@ -18,6 +18,7 @@ from typing import Any
 from redis import Redis
 
 from .. import keys, suspension, workerscripts
+from ..connections import has_sockets
 from ..text import as_text
 
 
@@ -76,7 +77,7 @@ class Waiter:
         if not active:
             time.sleep(timeout)  # every queue paused: resume() is seen by the next claim
             return None
-        if type(self.connection).__module__.startswith('fakeredis'):
+        if not has_sockets(self.connection):
             return self._wait_fake(timeout, active)
         try:
             self._ensure_connections()
