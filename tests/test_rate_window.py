@@ -204,3 +204,26 @@ def test_a_late_start_pushes_the_plan_back_and_an_early_one_waits(connection: re
     plan = {m.decode(): s - t0.timestamp() for m, s in connection.zrange(scheduled, 0, -1, withscores=True)}
     assert plan[d] == pytest.approx(31.2)  # 10.4 s after the 2nd newest entry (at 20.8)
     assert sorted([plan[e], plan[f]]) == pytest.approx([20.8, 21.0])
+
+
+def test_cli_rate_limits_shows_slots_and_window(redis_url: str, redis_conn: redis.Redis) -> None:
+    from click.testing import CliRunner
+
+    from rqfast.cli import main
+
+    runner = CliRunner()
+    assert runner.invoke(main, ['rate-limits', '--url', redis_url]).output == 'No rate-limit keys.\n'
+    windowed, slotted = rqfast.Queue('w', connection=redis_conn), rqfast.Queue('s', connection=redis_conn)
+    for n in range(4):
+        windowed.enqueue(jobs.add, n, 1, rate_limit=RateLimit('window-key', rate=2, per=60))
+    for n in range(3):  # no worker: the first holds the slot (queued), two wait for it
+        slotted.enqueue(jobs.add, n, 2, rate_limit=RateLimit('slots-key', concurrency=1))
+    SimpleWorker([windowed], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    result = runner.invoke(main, ['rate-limits', '--url', redis_url])
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split(': ', 1) for line in result.output.splitlines())
+    assert set(lines) == {'window-key', 'slots-key'}
+    # two started in the window, the other two planned for its next turn (in the scheduled registry)
+    assert lines['window-key'].startswith('window log: 2 starts, latest '), lines
+    assert '; 2 planned, next in ' in lines['window-key'], lines
+    assert lines['slots-key'] == 'concurrency 1: 1 holding a slot, 2 waiting', lines

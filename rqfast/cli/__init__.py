@@ -13,6 +13,7 @@ from .event_stream import events
 from .exporter import metrics
 from .monitor import info
 from .pool import worker_pool
+from .rate_limits import rate_limits
 from .workers import worker
 
 
@@ -37,6 +38,7 @@ for command in (
     metrics,
     worker_alive,
     events,
+    rate_limits,
 ):
     main.add_command(command)
 
