@@ -120,6 +120,15 @@ def test_the_scheduler_moving_a_due_job_writes_queued(connection: redis.Redis) -
     assert names(job_events(job)) == ['scheduled', 'queued']
 
 
+def test_a_job_waiting_for_its_rate_window_writes_scheduled(connection: redis.Redis) -> None:
+    queue = Queue('q', connection=connection, events=True)
+    first, second = (queue.enqueue(jobs.add, n, 1, rate_limit=rqfast.RateLimit('w', rate=1, per=60)) for n in (1, 2))
+    work(connection)
+    assert names(job_events(first)) == ['queued', 'started', 'finished']
+    assert names(job_events(second)) == ['queued', 'scheduled']  # claimed, then planned for the next window
+    assert second.get_status() == 'scheduled'
+
+
 def test_reading_from_an_id_and_waiting(connection: redis.Redis) -> None:
     queue = Queue('q', connection=connection, events=True)
     first = queue.enqueue(jobs.add, 1, 1)
