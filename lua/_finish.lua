@@ -8,7 +8,7 @@
 --@include _expire.lua
 --@include _events.lua
 --@include _lanes.lua
---@include _rate_limit.lua
+--@include _rate_limit_release.lua
 --@include _dependents.lua
 --@include _claim.lua
 

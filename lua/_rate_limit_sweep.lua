@@ -2,6 +2,7 @@
 -- Included, not run on its own (see rqfast/scriptload.py).
 --@include _common.lua
 --@include _rate_limit.lua
+--@include _rate_limit_release.lua
 
 -- RQ 3.0's RateLimitRegistry.cleanup for one key: frees the slots of jobs that no longer hold one
 -- (rate_limit_release_stale), fills the free slots with waiting jobs, and drops the key when its two

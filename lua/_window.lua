@@ -1,7 +1,7 @@
 -- _window.lua: rqfast's window rate limits (RateLimit(key, rate=N, per=s)) at a job's start.
 -- Included, not run on its own (see rqfast/scriptload.py).
 --@include _common.lua
---@include _rate_limit.lua
+--@include _rate_limit_release.lua
 
 -- rqfast's window rate limits: RateLimit(key, rate=N, per=s), at most N starts in any `per` seconds
 -- (any half-open window, at any offset), fleet-wide. K.rl_window(key) is a zset, score an epoch

@@ -11,7 +11,7 @@
 
 --@include _common.lua
 --@include _events.lua
---@include _rate_limit.lua
+--@include _rate_limit_release.lua
 --@include _registries.lua
 --@include _dependents.lua
 

@@ -10,7 +10,7 @@
 -- Returns: the number of jobs deleted.
 
 --@include _common.lua
---@include _rate_limit.lua
+--@include _rate_limit_release.lua
 --@include _registries.lua
 
 local function delete_one(id, remove_from_queue)

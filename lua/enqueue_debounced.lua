@@ -15,7 +15,7 @@
 -- Returns: enqueue_jobs.lua's reply ({"scheduled"}).
 
 --@include _common.lua
---@include _rate_limit.lua
+--@include _rate_limit_release.lua
 --@include _registries.lua
 --@include _enqueue.lua
 

@@ -17,6 +17,7 @@
 
 --@include _common.lua
 --@include _rate_limit.lua
+--@include _rate_limit_release.lua
 --@include _rate_limit_sweep.lua
 
 local what, rl_key, now_int, now_text, arg = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
