@@ -7,6 +7,10 @@
 -- are left as they are), ARGV[6] n fields, then field, value, ... (the job hash without meta and result)
 -- Returns: 1 when the job was new in the registry, else 0.
 
+--@include _common.lua
+--@include _argv.lua
+--@include _expire.lua
+
 local r = argv_reader(2)
 local id, queue, score, ttl = r.next(), r.next(), r.next(), r.next()
 local fields = r.list(2)

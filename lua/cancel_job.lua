@@ -9,6 +9,12 @@
 -- Returns: {1, then the dependents enqueued, flat: origin, id, origin, id, ...}, or {0} when the
 -- job hash does not exist, or {-1} when it is already canceled.
 
+--@include _common.lua
+--@include _events.lua
+--@include _rate_limit_release.lua
+--@include _registries.lua
+--@include _dependents.lua
+
 local id = ARGV[2]
 local key = K.job(id)
 local fields = redis.call('HMGET', key, 'status', 'origin', 'priority', 'events')

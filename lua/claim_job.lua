@@ -16,6 +16,10 @@
 --   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0,
 --   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next)}
 
+--@include _common.lua
+--@include _argv.lua
+--@include _claim.lua
+
 local r = argv_reader(2)
 local w = r.next()
 local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next()), interval = tonumber(r.next())}

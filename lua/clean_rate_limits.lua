@@ -8,5 +8,7 @@
 -- ARGV[1] prefix, ARGV[2] now as UTC text (a promoted job's enqueued_at), ARGV[3] now as integer epoch
 -- Returns: {keys seen, slots freed, jobs promoted, keys dropped}
 
+--@include _rate_limit_sweep.lua
+
 local r = sweep_rate_limits(tonumber(ARGV[3]), ARGV[2])
 return {r.seen, r.freed, r.promoted, r.dropped}

@@ -27,6 +27,12 @@
 --   dependents pushed (or parked for a rate-limit slot), ready entries dropped}, queues
 --   skipped because their lock was held, ids of the ready dependents enqueued}
 
+--@include _common.lua
+--@include _argv.lua
+--@include _rate_limit_sweep.lua
+--@include _ready.lua
+--@include _groups.lua
+
 local r = argv_reader(2)
 local now_float_text = r.next()
 local now_float = tonumber(now_float_text)
@@ -112,7 +118,7 @@ local function clean_intermediate(q)
 end
 
 -- RQ 3.0's ReadyJobRegistry.cleanup: every entry of <prefix>ready:<q> is enqueued when its job is
--- still ready_to_enqueue, else dropped (see enqueue_ready in _common.lua).
+-- still ready_to_enqueue, else dropped (see enqueue_ready in _ready.lua).
 local function clean_ready(q)
   for _, id in ipairs(redis.call('ZRANGE', K.ready(q), 0, -1)) do
     if enqueue_ready(q, id, math.floor(now_float), now_text) then

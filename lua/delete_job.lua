@@ -5,9 +5,13 @@
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] "1" to remove it from its queue, ARGV[4] "1" to delete
 -- its dependents, ARGV[5] now as UTC text and ARGV[6] as an integer epoch (a rate-limited job's
--- freed slot promotes a waiting job: see rate_limit_forget in _common.lua), ARGV[7] "1" to delete
+-- freed slot promotes a waiting job: see rate_limit_forget in _rate_limit.lua), ARGV[7] "1" to delete
 -- the results stream of each job deleted (RQ 3.0; RQ 2.12 leaves it to expire)
 -- Returns: the number of jobs deleted.
+
+--@include _common.lua
+--@include _rate_limit_release.lua
+--@include _registries.lua
 
 local function delete_one(id, remove_from_queue)
   local fields = redis.call('HMGET', K.job(id), 'status', 'origin', 'group_id', 'priority')

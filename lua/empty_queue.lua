@@ -5,6 +5,8 @@
 -- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] "1" to delete each job's results stream (RQ 3.0)
 -- Returns: the number of ids removed.
 
+--@include _common.lua
+
 local count = 0
 while true do
   local id = redis.call('LPOP', K.queue(ARGV[2]))

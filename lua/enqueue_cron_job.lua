@@ -3,8 +3,8 @@
 -- registry as RQ's CronJob.enqueue does, then store and push the job. Called by
 -- rqfast.scripts.enqueue_cron_job() for rqfast.cron.CronJob.
 --
--- rqfast/scriptload.py sends this file followed by enqueue_jobs.lua: when this part does not return,
--- enqueue_jobs.lua's body runs next and stores the job (its return is this script's).
+-- This part ends in a call of enqueue_jobs() (lua/_enqueue.lua, the work of enqueue_jobs.lua) when it
+-- does not return first: that call stores the job (its reply is this script's).
 --
 -- KEYS: none (see _common.lua)
 -- ARGV: enqueue_jobs.lua's ARGV with one record (mode "queue", group ""), then 7 more:
@@ -19,6 +19,9 @@
 --   ttl          the history's TTL in seconds
 -- Returns: enqueue_jobs.lua's reply ({"queued"}) when enqueued; {"refused", score} when another
 --   scheduler enqueued the run already (score: that job's history score, the newest such).
+
+--@include _common.lua
+--@include _enqueue.lua
 
 do
   local n = #ARGV
@@ -45,3 +48,4 @@ do
   redis.call('EXPIRE', history, ttl)
   redis.call('ZADD', K.cron_jobs, score, name)
 end
+return enqueue_jobs()

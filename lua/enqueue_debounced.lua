@@ -4,8 +4,8 @@
 -- job, which enqueue_jobs.lua schedules at now + delay. Called by rqfast.scripts.enqueue_debounced()
 -- for Queue.enqueue*(debounce=...).
 --
--- rqfast/scriptload.py sends this file followed by enqueue_jobs.lua: this part never returns, so
--- enqueue_jobs.lua's body runs next and stores the job (its return is this script's).
+-- This part never returns: a call of enqueue_jobs() (lua/_enqueue.lua, the work of enqueue_jobs.lua)
+-- follows, which stores the job (its reply is this script's).
 --
 -- KEYS: none (see _common.lua)
 -- ARGV: enqueue_jobs.lua's ARGV with one record (mode "schedule", its score now + delay, group ""),
@@ -13,6 +13,11 @@
 --   key      the debounce key (<prefix>debounce:<key> holds the id of the burst's current job)
 --   key_ttl  seconds <prefix>debounce:<key> lives (the delay and a grace: see DEBOUNCE_KEY_GRACE)
 -- Returns: enqueue_jobs.lua's reply ({"scheduled"}).
+
+--@include _common.lua
+--@include _rate_limit_release.lua
+--@include _registries.lua
+--@include _enqueue.lua
 
 do
   local n = #ARGV
@@ -34,3 +39,4 @@ do
   end
   redis.call('SET', debounce_key, id, 'EX', key_ttl)
 end
+return enqueue_jobs()

@@ -9,6 +9,8 @@
 -- dependency id to leave out of every check ("" for none; RQ's exclude_job_id)
 -- Returns: the dependents enqueued, flat: {origin, id, origin, id, ...}.
 
+--@include _dependents.lua
+
 local parent_status = ARGV[3]
 if parent_status == '' then parent_status = false end
 local exclude = ARGV[5]

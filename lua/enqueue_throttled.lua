@@ -3,8 +3,8 @@
 -- returned; else the key is set to the new job's id for ttl and enqueue_jobs.lua stores the job as a
 -- plain enqueue would. Called by rqfast.scripts.enqueue_throttled() for Queue.enqueue*(throttle=...).
 --
--- rqfast/scriptload.py sends this file followed by enqueue_jobs.lua: when this part does not return,
--- enqueue_jobs.lua's body runs next and stores the job (its return is this script's).
+-- This part ends in a call of enqueue_jobs() (lua/_enqueue.lua, the work of enqueue_jobs.lua) when it
+-- does not return first: that call stores the job (its reply is this script's).
 --
 -- KEYS: none (see _common.lua)
 -- ARGV: enqueue_jobs.lua's ARGV with one record (group ""), then 2 more:
@@ -13,6 +13,9 @@
 -- Returns: enqueue_jobs.lua's reply ({status}) when the job was stored; {"throttled", holder id,
 --   holder's job hash (flat HGETALL; empty when it has been deleted since)} when the key is held.
 
+--@include _common.lua
+--@include _enqueue.lua
+
 do
   local n = #ARGV
   local throttle_key, ttl_ms = K.throttle(ARGV[n - 1]), ARGV[n]
@@ -20,3 +23,4 @@ do
   if holder then return {'throttled', holder, redis.call('HGETALL', K.job(holder))} end
   redis.call('SET', throttle_key, ARGV[7], 'PX', ttl_ms)
 end
+return enqueue_jobs()

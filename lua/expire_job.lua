@@ -5,5 +5,8 @@
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] ttl in seconds (positive; anything else changes nothing)
 -- Returns: 1 when the job hash exists, else 0.
 
+--@include _common.lua
+--@include _expire.lua
+
 expire_job_keys(ARGV[2], ARGV[3])
 return redis.call('EXISTS', K.job(ARGV[2]))

@@ -1,10 +1,10 @@
 -- finish_jobs.lua: record the outcomes of several jobs one worker ran at once and claim up to k
 -- more, in one call (a worker with concurrency > 1; with no outcome it is a claim of up to k).
--- Each outcome is written by finish_job.lua itself: rqfast/scriptload.py sends that script's body
--- before this one, wrapped as the function finish_one(args, offset), so what an outcome writes (and every
--- fence on it) is finish_job.lua's alone. Each outcome is passed to it with no worker name and no
--- claim; the worker's own writes (its counters, its RQ 3.0 executions index, its state and current
--- job) are made here, once per call rather than once per job: the same end state in fewer commands.
+-- Each outcome is written by finish_one (lua/_finish.lua), the whole of what finish_job.lua does, so
+-- what an outcome writes (and every fence on it) is the same in both scripts. Each outcome is passed
+-- to it with no worker name and no claim; the worker's own writes (its counters, its RQ 3.0
+-- executions index, its state and current job) are made here, once per call rather than once per
+-- job: the same end state in fewer commands.
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
@@ -20,7 +20,11 @@
 --   job hash as flat HGETALL before the claim}), dropped ids (no job hash), 1 if <prefix>suspended
 --   is set else 0, dead-lettered ids (flat: queue, id, reason, ...)}
 
-local finish_one = _finish_one
+--@include _common.lua
+--@include _argv.lua
+--@include _claim.lua
+--@include _finish.lua
+
 local r = argv_reader(2)
 local w = r.next()
 local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
@@ -33,8 +37,7 @@ local wkey = K.worker(w)
 for j = 1, n do
   local id, x, counter, working_time = r.next(), r.next(), r.next(), r.next()
   local start = r.span()
-  local reply = finish_one(ARGV, start - 2)  -- (its ARGV[2] is ARGV[start])
-  local ok = reply[7] == nil and 1 or reply[7]  -- (finish_job.lua without a fence answers no flag)
+  local ok = finish_one(ARGV, start - 2)[7]  -- (its ARGV[2] is ARGV[start]; [7]: recorded or fenced off)
   recorded[j] = ok
   if x ~= '' then forget[#forget + 1] = id .. ':' .. x end
   if ok == 1 then

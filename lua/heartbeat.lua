@@ -12,6 +12,9 @@
 -- RQ 3.0 executions index, which goes), and its id is returned.
 -- Returns: {1 if <prefix>suspended is set else 0, ids of the jobs in flight no longer owned}.
 
+--@include _common.lua
+--@include _argv.lua
+
 local r = argv_reader(2)
 local w, worker_ttl, now_text, now_float = r.next(), r.next(), r.next(), r.next()
 local now_int, ttl, grace, working = tonumber(r.next()), tonumber(r.next()), tonumber(r.next()), r.next()

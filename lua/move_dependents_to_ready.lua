@@ -10,6 +10,8 @@
 -- ("" for none; RQ's exclude_job_id)
 -- Returns: the dependents moved, flat: {origin, id, origin, id, ...}.
 
+--@include _dependents.lua
+
 local parent_status = ARGV[3]
 if parent_status == '' then parent_status = false end
 local exclude = ARGV[4]

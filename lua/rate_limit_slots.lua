@@ -1,6 +1,6 @@
 -- rate_limit_slots.lua: RQ 3.0's RateLimitRegistry calls on one rate-limit key, each one atomic
 -- state change (rqfast/rate_limit.py): fill its free slots, free a job's slot, or sweep the key.
--- Every promotion is _common.lua's rate_limit_promote (onto the job's queue, status queued).
+-- Every promotion is _rate_limit.lua's rate_limit_promote (onto the job's queue, status queued).
 --
 -- KEYS: none
 -- ARGV[1] prefix, ARGV[2] what:
@@ -14,6 +14,11 @@
 -- ARGV[3] the rate-limit key, ARGV[4] now as an integer epoch, ARGV[5] now as UTC text (a promoted
 -- job's enqueued_at), ARGV[6] the concurrency ("acquire") or the job id (else; "" for "cleanup")
 -- Returns: the promoted job ids, oldest first.
+
+--@include _common.lua
+--@include _rate_limit.lua
+--@include _rate_limit_release.lua
+--@include _rate_limit_sweep.lua
 
 local what, rl_key, now_int, now_text, arg = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 if what == 'acquire' then

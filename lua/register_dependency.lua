@@ -7,6 +7,9 @@
 -- deferred registry's score), ARGV[5] number of dependencies, dependency ids...
 -- Returns: the number of dependencies registered.
 
+--@include _common.lua
+--@include _argv.lua
+
 local r = argv_reader(2)
 local id, origin, now_int = r.next(), r.next(), r.next()
 local dependency_ids = r.list()

@@ -5,6 +5,8 @@
 -- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] now as an integer epoch, ARGV[4..] job ids
 -- Returns: the number of jobs registered.
 
+--@include _common.lua
+
 local q, now_int = ARGV[2], tonumber(ARGV[3])
 for i = 4, #ARGV do
   local id = ARGV[i]

@@ -6,6 +6,9 @@
 -- then (birth) n fields, field, value, ...
 -- Returns: 1, or 0 for a birth refused because a live worker has this name.
 
+--@include _common.lua
+--@include _argv.lua
+
 local r = argv_reader(2)
 local w, what, ttl, now_text = r.next(), r.next(), r.next(), r.next()
 local queues = r.list()

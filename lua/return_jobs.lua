@@ -5,6 +5,8 @@
 -- ARGV[1] prefix, then pairs: queue name, job id, ...
 -- Returns: the number of ids returned.
 
+--@include _common.lua
+
 local n = 0
 for i = 2, #ARGV, 2 do
   local queue, id = ARGV[i], ARGV[i + 1]

@@ -18,6 +18,13 @@
 --   scheduler or free and not taken), number of jobs moved; then, when moving, the earliest score
 --   left in the scheduled registries of the queues held ("" for none: the scheduler sleeps until then).
 
+--@include _common.lua
+--@include _argv.lua
+--@include _expire.lua
+--@include _events.lua
+--@include _lanes.lua
+--@include _rate_limit.lua
+
 local r = argv_reader(2)
 local name, ttl, now_text, due = r.next(), r.next(), r.next(), r.next()
 local now_int = math.floor(tonumber(due))

@@ -1,6 +1,6 @@
 """rqfast's own lifecycle events: a capped Redis stream per queue, `rq:events:<queue>` (additive).
 
-The scripts that change a job's state write its events in the same call (lua/_common.lua's
+The scripts that change a job's state write its events in the same call (lua/_events.lua's
 job_event): enqueue (`queued`, `deferred`, `scheduled`, `rate_limited`, `requeued`), claim
 (`started`), the outcome (`finished`, `failed`, `stopped`, `retried`, `scheduled` for a retry after
 an interval), the scheduler and released dependents (`queued`), `Job.cancel()` (`canceled`) and

@@ -1,7 +1,7 @@
 """A job's executions, as seen from Redis: RQ's `rq:execution:<job id>:<execution id>` hash and the
 `rq:executions:<job id>` sorted set that the claim script writes when a worker starts a job.
 
-rqfast's worker writes both in its claim script (lua/_common.lua, start_job) and refreshes them in
+rqfast's worker writes both in its claim script (lua/_claim.lua, start_job) and refreshes them in
 its heartbeat script; this module reads them back (Execution.fetch, job.get_executions()) and gives
 RQ's API for writing them from Python (Execution.create, heartbeat, delete), which queue their
 commands into the caller's pipeline, as RQ's do.

@@ -53,7 +53,7 @@ def priority_queue_key(queue: str) -> str:
 
 
 # The width of one lane of the priority set's scores: lane p holds [p * PRIORITY_LANE, (p + 1) * PRIORITY_LANE)
-# (lua/_common.lua's PRIORITY_LANE; part of the key's format).
+# (lua/_lanes.lua's PRIORITY_LANE; part of the key's format).
 PRIORITY_LANE = 10**12
 
 
@@ -210,7 +210,9 @@ def debounce_key(key: str) -> str:
 def throttle_key(key: str) -> str:
     """rqfast's own: the id of the job that opened a `throttle=(key, ttl)` window; expires with the window."""
     return f'{PREFIX}throttle:{key}'
+
+
 def rate_limit_window_key(key: str) -> str:
     """rqfast's (additive): zset of a window rate limit's starts (`<id>:<execution id>`) and planned
-    starts (`<id>`); score = epoch float (lua/_common.lua, window_take)."""
+    starts (`<id>`); score = epoch float (lua/_window.lua, window_take)."""
     return f'{PREFIX}rl:{key}:window'

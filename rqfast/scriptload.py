@@ -1,6 +1,8 @@
 """Loading the Lua scripts in lua/ and calling them: EVALSHA (one round trip), or queued into a caller's pipeline.
 
 rqfast.scripts wraps each script in a typed function; this module is what those wrappers call.
+A script names the helper files it uses (lua/_*.lua) in `--@include <file>` lines: it is sent with
+them in front (_source), so each script carries only what it uses.
 """
 
 from __future__ import annotations
@@ -33,37 +35,31 @@ def _lua_dir() -> Path:
     raise RuntimeError(f'rqfast: Lua scripts not found in {", ".join(map(str, search))}')
 
 
-# Scripts sent with another script's body after their own: a guard that, when it does not return,
-# falls through into a state change it reuses unchanged.
-FOLLOWED_BY = {
-    'enqueue_cron_job': 'enqueue_jobs',
-    'enqueue_debounced': 'enqueue_jobs',
-    'enqueue_throttled': 'enqueue_jobs',
-}
-# Scripts sent after another script's body wrapped as a function, `_finish_one(args, offset)`, that
-# they call once per item with that script's ARGV: its ARGV[i] is args[i + offset] (from i = 2: the
-# wrapped script reads its arguments with argv_reader only, and ARGV[1], the prefix, is the caller's),
-# so finish_jobs records each outcome as finish_job does, with no copy of its arguments.
-WRAPPING = {'finish_jobs': 'finish_job'}
-_WRAP_OPEN = (
-    'local function _finish_one(ARGS, OFFSET)\n'
-    'local argv_reader = function(i) return argv_reader(i + OFFSET, ARGS) end\n'
-)
+INCLUDE = '--@include '  # an include line: `--@include _argv.lua` (a Lua comment: each file stays valid Lua)
 
 
 def _source(directory: Path, name: str) -> str:
-    parts = ['_common', name]
-    if name in FOLLOWED_BY:
-        parts.append(FOLLOWED_BY[name])
-    texts = [(directory / f'{part}.lua').read_text() for part in parts]
-    if name in WRAPPING:
-        wrapped = (directory / f'{WRAPPING[name]}.lua').read_text()
-        texts.insert(1, f'{_WRAP_OPEN}{wrapped}\nend\n')
-    return ''.join(texts)
+    """The text sent for script `name`: the files its include lines name, and theirs (each once, every
+    file after the files it includes, in the order their include lines come), then its own text."""
+    texts: dict[str, str] = {}
+
+    def add(file: str, via: tuple[str, ...]) -> None:
+        if file in texts:
+            return
+        if file in via:
+            raise RuntimeError(f'rqfast: Lua include cycle: {" -> ".join((*via, file))}')
+        text = (directory / file).read_text()
+        for line in text.splitlines():
+            if line.startswith(INCLUDE):
+                add(line[len(INCLUDE) :].strip(), (*via, file))
+        texts[file] = text if text.endswith('\n') else text + '\n'
+
+    add(f'{name}.lua', ())
+    return ''.join(texts.values())
 
 
 class Script:
-    """A script file with the shared key-name prelude in front, called by its sha1."""
+    """A script file with the files it includes in front (see _source), called by its sha1."""
 
     def __init__(self, name: str) -> None:
         self.name = name

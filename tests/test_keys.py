@@ -1,4 +1,5 @@
-"""rqfast/keys.py and lua/_common.lua build RQ's key names twice (Python, Lua): they must agree."""
+"""rqfast/keys.py and lua/_common.lua (the key table the scripts include) build RQ's key names twice
+(Python, Lua): they must agree."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import redis
 
 from rqfast import keys
-from rqfast.scriptload import _lua_dir
+from rqfast.scriptload import _lua_dir, _source
 
 CASES = {
     'K.queues': keys.QUEUES,
@@ -49,7 +50,7 @@ CASES = {
 
 
 def test_lua_key_table_matches_keys_module(connection: redis.Redis) -> None:
-    prelude = (_lua_dir() / '_common.lua').read_text()
+    prelude = _source(_lua_dir(), '_common')
     expressions = list(CASES)
     script = prelude + '\nreturn {' + ', '.join(expressions) + '}'
     names = [name.decode() for name in connection.eval(script, 0, keys.PREFIX)]
@@ -57,7 +58,7 @@ def test_lua_key_table_matches_keys_module(connection: redis.Redis) -> None:
 
 
 def test_lua_priority_lane_width_matches_keys_module(connection: redis.Redis) -> None:
-    prelude = (_lua_dir() / '_common.lua').read_text()
+    prelude = _source(_lua_dir(), '_lanes')  # (with the files it includes)
     width = connection.eval(prelude + "\nreturn string.format('%.0f', PRIORITY_LANE)", 0, keys.PREFIX)
     assert int(width) == keys.PRIORITY_LANE
 
@@ -80,8 +81,11 @@ def test_layout_matches_rq() -> None:
 
 
 def test_lua_scripts_name_no_prefix_and_no_tunable_number() -> None:
-    """Key names come from the prefix argument, numbers (TTLs, limits) from rqfast/defaults.py via ARGV."""
-    for path in sorted(_lua_dir().glob('*.lua')):
+    """Key names come from the prefix argument, numbers (TTLs, limits) from rqfast/defaults.py via ARGV:
+    in the scripts and in the files they include (lua/_*.lua)."""
+    paths = sorted(_lua_dir().glob('*.lua'))
+    assert {'_common.lua', '_lanes.lua', '_finish.lua', 'finish_job.lua'} <= {path.name for path in paths}
+    for path in paths:
         text = path.read_text()
         assert 'rq:' not in text, path.name
         code = '\n'.join(line.split('--')[0] for line in text.splitlines())

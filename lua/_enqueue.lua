@@ -1,0 +1,118 @@
+-- _enqueue.lua: the work of enqueue_jobs.lua as a function, enqueue_jobs(), which reads that script's
+-- ARGV (see its header) and returns its reply. enqueue_jobs.lua is that one call; enqueue_debounced,
+-- enqueue_throttled and enqueue_cron_job.lua make it after their own guard, with the same ARGV.
+-- Included, not run on its own (see rqfast/scriptload.py).
+--@include _common.lua
+--@include _expire.lua
+--@include _events.lua
+--@include _lanes.lua
+--@include _rate_limit.lua
+
+local function enqueue_jobs()
+  local queue = ARGV[2]
+  local now_text = ARGV[3]
+  local now_epoch = tonumber(ARGV[4])
+  local group = ARGV[5]
+
+  local function dependency_blocks(dep_id, allow_failure)
+    local status = redis.call('HGET', K.job(dep_id), 'status')
+    if not status then return false end  -- a missing dependency counts as met, as in RQ
+    if status == 'finished' then return false end
+    return not (allow_failure and status == 'failed')
+  end
+
+  local function register_dependencies(id, deps)
+    redis.call('ZADD', K.deferred(queue), now_epoch, id)
+    for _, dep_id in ipairs(deps) do
+      redis.call('SADD', K.dependents(dep_id), id)
+      redis.call('SADD', K.dependencies(id), dep_id)
+    end
+  end
+
+  local function store(id, fields, status, enqueued)
+    local key = K.job(id)
+    redis.call('HSET', key, 'status', status)
+    redis.call('HSET', key, unpack(fields))
+    if enqueued then redis.call('HSET', key, 'enqueued_at', now_text) end
+  end
+
+  local function field_value(fields, name)
+    for f = 1, #fields, 2 do
+      if fields[f] == name then return fields[f + 1] end
+    end
+  end
+
+  local function enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+    if mode == 'requeue' and redis.call('ZREM', K.failed(queue), id) == 0 then
+      return 'not_failed'
+    end
+    if mode == 'requeue' and field_value(fields, 'rate_limit_key') and field_value(fields, 'rate_limit_concurrency') then
+      mode = 'limit'  -- a rate-limited job waits for a slot, as RQ 3.0's requeue
+    end
+    if mode == 'schedule' then
+      redis.call('SADD', K.queues, K.queue(queue))
+      store(id, fields, 'scheduled', false)
+      expire_job_keys(id, ttl)
+      redis.call('ZADD', K.scheduled(queue), score, id)
+      return 'scheduled'
+    end
+    local blocked = false
+    for _, dep_id in ipairs(deps) do
+      if dependency_blocks(dep_id, allow_failure) then blocked = true end
+    end
+    local batch = mode == 'batch' or mode == 'batch_rq2'
+    redis.call('SADD', K.queues, K.queue(queue))
+    if batch and #deps > 0 then
+      register_dependencies(id, deps)
+    end
+    if blocked then
+      if not batch then register_dependencies(id, deps) end
+      store(id, fields, 'deferred', false)
+      if mode ~= 'batch_rq2' then expire_job_keys(id, ttl) end
+      return 'deferred'
+    end
+    redis.call('ZREM', K.deferred(queue), id)  -- a job that was deferred is not any more
+    if mode == 'limit' then
+      store(id, fields, 'rate_limited', false)
+      expire_job_keys(id, ttl)
+      local rl_key, concurrency = field_value(fields, 'rate_limit_key'), field_value(fields, 'rate_limit_concurrency')
+      return rate_limit_wait(id, rl_key, concurrency, now_epoch, now_text) and 'queued' or 'rate_limited'
+    end
+    store(id, fields, 'queued', true)
+    expire_job_keys(id, ttl)
+    if mode == 'store' then return 'stored' end
+    push_job(queue, id, at_front, fields[1] == 'priority' and fields[2])
+    return 'queued'
+  end
+
+  local results, grouped = {}, false
+  local i = 7
+  for n = 1, tonumber(ARGV[6]) do
+    local id, mode, at_front, unique = ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', ARGV[i + 3] == '1'
+    local ttl, score, allow_failure = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] == '1'
+    local n_deps = tonumber(ARGV[i + 7])
+    i = i + 8
+    local deps = {}
+    for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
+    i = i + n_deps
+    local n_fields = tonumber(ARGV[i])
+    local fields = {}
+    for f = 1, 2 * n_fields do fields[f] = ARGV[i + f] end
+    i = i + 1 + 2 * n_fields
+    if unique and redis.call('EXISTS', K.job(id)) == 1 then
+      results[n] = 'duplicate'
+    else
+      results[n] = enqueue_one(id, mode, at_front, ttl, score, allow_failure, deps, fields)
+      if results[n] ~= 'not_failed' then  -- rqfast's events: requeued, or the status the job got
+        local event = results[n] == 'stored' and 'queued' or results[n]
+        job_event(field_value(fields, 'events'), queue, mode == 'requeue' and 'requeued' or event, id)
+      end
+      if group ~= '' and results[n] ~= 'not_failed' then
+        redis.call('SADD', K.group(group), id)
+        grouped = true
+      end
+    end
+  end
+  if grouped then redis.call('SADD', K.groups, group) end
+  return results
+end

@@ -1,0 +1,134 @@
+-- _finish.lua: the work of finish_job.lua as a function, finish_one(args, offset): it records one
+-- outcome and answers as finish_job.lua does, reading finish_job.lua's arguments (see its header) from
+-- `args`, where its ARGV[i] is args[i + offset] for i >= 2 (ARGV[1], the prefix, is the caller's).
+-- finish_job.lua is finish_one(ARGV, 0); finish_jobs.lua calls it once per outcome in its ARGV.
+-- Included, not run on its own (see rqfast/scriptload.py).
+--@include _common.lua
+--@include _argv.lua
+--@include _expire.lua
+--@include _events.lua
+--@include _lanes.lua
+--@include _rate_limit_release.lua
+--@include _dependents.lua
+--@include _claim.lua
+
+local function finish_one(args, offset)
+  local r = argv_reader(2 + offset, args)
+  local w = r.next()
+  local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
+  local id, origin, x, fence = r.next(), r.next(), r.next(), r.next()
+  local registry, registry_score, job_ttl = r.next(), r.next(), r.next()
+  local release_as, put_back, schedule_score = r.next(), r.next(), r.next()
+  local counter, working_time, stream_ttl, maxlen = r.next(), r.next(), r.next(), r.next()
+  local fields = r.list(2)
+  local stream = r.list(2)
+  local claim = r.next() == '1'
+  c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
+  c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
+  local idle_ttl, next_x = r.next(), r.next()
+  local queues = r.list()
+  local event, event_detail = r.next() or '', r.next()
+
+  local key = K.job(id)
+  -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
+  -- parent's status before its own writes.
+  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events', 'worker_name')
+  local status_before = read[1]
+  local exists = status_before ~= false or redis.call('EXISTS', key) == 1
+  local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
+  -- An abandoned job is recorded only if no one settled it meanwhile: its member was still there.
+  if fence ~= '' then
+    local removed = redis.call('ZREM', K.started(origin), fence) == 1
+    if not (removed and status_before == 'started') then return {false, false, false, {}, 0, {}, 0} end
+    local fenced_x = string.match(fence, ':([^:]*)$')
+    if fenced_x and fenced_x ~= '' then end_execution(id, origin, fenced_x) end
+  end
+
+  -- The answer once the outcome is written (or fenced off): the next claim, or none.
+  local function answer(recorded)
+    local reply = {false, false, false, {}, 0, {}}
+    if claim then
+      reply = claim_next(queues, w, next_x, c)
+      if not reply[1] then set_worker_idle(w, c, idle_ttl) end
+    else
+      set_worker_idle(w, c, idle_ttl)
+    end
+    reply[7] = recorded
+    return reply
+  end
+
+  -- The owner's fence: its execution hash, deleted here as the execution ends (DEL answers 0 when it
+  -- was gone: nothing is written then, that DEL included).
+  local x_deleted = false
+  if fence == '' and x ~= '' then
+    if redis.call('DEL', K.execution(id, x)) == 0 then
+      -- Sent again after a lost reply (same new execution id): the first call recorded the outcome and
+      -- may have claimed the next job; that claim is the answer.
+      local resumed = claim and resumed_claim(w, next_x)
+      if resumed then
+        resumed[7] = 0
+        return resumed
+      end
+      return answer(0)
+    end
+    x_deleted = true
+  end
+  if status_before == 'canceled' or status_before == 'stopped' then
+    if release_as ~= '' then release_as = status_before end
+  end
+
+  -- The execution ends: out of the started registry and the executions set.
+  if x ~= '' then
+    forget_worker_execution(id, x, w)
+    end_execution(id, origin, x, x_deleted)
+  end
+  if w ~= '' then
+    local wkey = K.worker(w)
+    if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
+    redis.call('HINCRBYFLOAT', wkey, 'total_working_time', working_time)
+    -- current_job is replaced by the next claim, or HDELed by set_worker_idle below
+  end
+
+  -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
+  if exists then
+    if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+    if event ~= '' then job_event(read[4], origin, event, id, w ~= '' and w or read[5], event_detail) end
+    if #stream > 0 then
+      local results = K.results(id)
+      redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(stream))
+      if stream_ttl == '-1' then
+        redis.call('PERSIST', results)
+      elseif stream_ttl ~= '' then
+        redis.call('EXPIRE', results, stream_ttl)
+      end
+    end
+    if registry == 'finished' then
+      redis.call('ZADD', K.finished(origin), registry_score, id)
+    elseif registry == 'failed' then
+      redis.call('ZADD', K.failed(origin), registry_score, id)
+    end
+    local released, no_dependents = 0, false
+    if release_as ~= '' then released, no_dependents = release_dependents(id, release_as, c.now_text) end
+    if put_back == 'queue' or put_back == 'front' then
+      redis.call('HSET', key, 'status', 'queued', 'enqueued_at', c.now_text)
+      push_job(origin, id, put_back == 'front', read[3])  -- (back into its priority lane, if it has one)
+    elseif put_back == 'schedule' then
+      redis.call('SADD', K.queues, K.queue(origin))
+      redis.call('HSET', key, 'status', 'scheduled')
+      redis.call('ZADD', K.scheduled(origin), schedule_score, id)
+    end
+    if job_ttl == 'persist' then
+      redis.call('PERSIST', key)
+    elseif job_ttl == 'delete' then  -- as RQ's Job.delete: out of its group too
+      local group = redis.call('HGET', key, 'group_id')
+      if group and group ~= '' then redis.call('SREM', K.group(group), id) end
+      redis.call('DEL', key, K.dependents(id), K.dependencies(id), K.executions(id))
+    elseif job_ttl ~= '' then
+      expire_job_keys(id, job_ttl, no_dependents)
+    end
+  end
+
+  rate_limit_release(id, rl_key, c.now_int, c.now_text)  -- nothing for a job without a rate limit
+  if fence ~= '' then return {false, false, false, {}, 0, {}, 1} end
+  return answer(1)
+end
