@@ -32,6 +32,7 @@ class Peer:
     dists: tuple[str, ...]  # distributions whose versions the report shows
     model: str  # 'thread': plain functions on threads; 'async': coroutines on one event loop
     how: str  # its configuration, for the report (bench/README.md says why)
+    install: str = 'pip install -e ".[peers]"'
 
 
 PEERS = (
@@ -44,7 +45,15 @@ PEERS = (
         'Redis broker, no result backend, solo pool at N=1 and threads pool above, prefetch multiplier 4',
     ),
     Peer('huey', ('huey',), ('huey',), 'thread', 'RedisHuey (blocking), one consumer, N thread workers'),
-    Peer('arq', ('arq',), ('arq',), 'async', 'one Worker, max_jobs=N, poll_delay=10 ms, results kept (default)'),
+    Peer(
+        'arq',
+        ('arq',),
+        ('arq',),
+        'async',
+        'one Worker, max_jobs=N, poll_delay=10 ms, results kept (default)',
+        # not in the extra: arq declares redis<6, which would downgrade every column's redis-py
+        'pip install --no-deps arq==0.28.0',
+    ),
     Peer('saq', ('saq',), ('saq',), 'async', 'Redis Queue, one Worker, concurrency=N'),
     Peer(
         'taskiq',
@@ -73,7 +82,7 @@ def missing(peer: Peer) -> str | None:
     """Why the peer cannot run here ('not installed: ...'), or None; imports nothing."""
     absent = [name for name in peer.imports if importlib.util.find_spec(name) is None]
     if absent:
-        return f'not installed: no module {", ".join(absent)} (pip install -e ".[peers]")'
+        return f'not installed: no module {", ".join(absent)} ({peer.install})'
     return None
 
 

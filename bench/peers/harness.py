@@ -69,7 +69,8 @@ def peer_work(peer: Peer, target: Target, job: str, count: int, concurrency: int
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    start = module.work(target.url, job, count, concurrency, timeout)
+    # A shorter limit than the run's own, so that a run that stalls says how far it got.
+    start = module.work(target.url, job, count, concurrency, timeout * 0.75)
     watcher.join(10)
     total = run_tally.total()
     if total != count:
