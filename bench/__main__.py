@@ -181,7 +181,9 @@ def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | No
         body = report.table(scenarios, results, people)
         note_lines = report.notes(scenarios, results, people)
         label = old.label if old else None
-        return report.document(facts, body, note_lines, args.runs, time.monotonic() - started, label)
+        peer_labels = [who.label for who in people if who.peer]
+        elapsed = time.monotonic() - started
+        return report.document(facts, body, note_lines, args.runs, elapsed, label, peer_labels)
     finally:
         if server is not None:
             server.stop()

@@ -172,6 +172,7 @@ def document(
     runs: int,
     elapsed: float,
     baseline: str | None = None,
+    peer_labels: list[str] | None = None,
 ) -> str:
     parts = ['# rqfast benchmark', '']
     parts += [f'- {name}: {value}' for name, value in facts]
@@ -189,6 +190,19 @@ def document(
             '',
             f'{baseline} is rqfast as of that commit, run in the same way in the same run; rqfast / baseline '
             "divides the working tree's median by its median (↑ rows: below 1 means slower than before).",
+        ]
+    if peer_labels:
+        parts += [
+            '',
+            f'Peers rows: {", ".join(peer_labels)} take their turns after BullMQ. Each library runs ONE worker '
+            "process at the row's concurrency (threads or one event loop, as it runs jobs), its time from the "
+            "worker's start to the end of the last job, checked by counting the jobs that ran (RQ, rqfast: "
+            'their finished registry; BullMQ: its completed count; a peer: a tally its jobs add to), and the '
+            "INCRs of the rows with a Redis call. Redis CPU per job is the private redis-server's used_cpu_sys "
+            '+ used_cpu_user (INFO cpu) from before the jobs were enqueued (not timed, but its CPU counts) to '
+            'the end of the last job, divided by the jobs; on the enqueue rows, over the enqueueing alone. '
+            "rqfast / best peer divides rqfast's median by the best peer's (the highest on ↑ rows, the lowest "
+            "on ↓ rows); RQ and BullMQ are not peers there. Each peer's configuration is in the facts above.",
         ]
     if note_lines:
         parts += ['', 'Cells without a figure:', *note_lines]

@@ -80,10 +80,17 @@ def parse(text: str) -> list[Peer]:
 
 def missing(peer: Peer) -> str | None:
     """Why the peer cannot run here ('not installed: ...'), or None; imports nothing."""
-    absent = [name for name in peer.imports if importlib.util.find_spec(name) is None]
+    absent = [name for name in peer.imports if not _findable(name)]
     if absent:
         return f'not installed: no module {", ".join(absent)} ({peer.install})'
     return None
+
+
+def _findable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken install, or sys.modules[name] = None
+        return False
 
 
 def version(peer: Peer) -> str:
