@@ -79,10 +79,11 @@ def work(url: str, job: str, count: int, concurrency: int, timeout: float) -> fl
         try:
             await tally.CURRENT.wait_async(timeout)
         finally:
-            while any(not task.done() for task in worker.tasks.values()):  # the last jobs' own finish
-                await asyncio.sleep(0.001)
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
+            # Stopped the way burst mode ends (at its next poll: the queue is empty, the last jobs' own
+            # finish awaited), not by cancelling main(): cancelled mid-command, arq 0.28 on this redis-py
+            # sometimes waits forever for a reply in close().
+            worker.burst = True
+            await asyncio.wait_for(running, timeout)
             await worker.close()
         return start
 
