@@ -22,7 +22,7 @@ def _broker(url: str) -> tuple[Any, dict[str, Any]]:
     dramatiq.set_broker(broker)
     actors = {}
     for job in ('noop', 'io_sleep', 'io_sleep_redis'):
-        actors[job] = dramatiq.actor(tally.counted(job), actor_name=job, queue_name=QUEUE, broker=broker)
+        actors[job] = dramatiq.actor(actor_name=job, queue_name=QUEUE, broker=broker)(tally.counted(job))
     return broker, actors
 
 

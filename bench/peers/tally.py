@@ -46,8 +46,12 @@ class Tally:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
 
+        def settle() -> None:
+            if not future.done():
+                future.set_result(None)
+
         def wake() -> None:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
+            loop.call_soon_threadsafe(settle)
 
         self._callbacks.append(wake)
         if self.done.is_set():
