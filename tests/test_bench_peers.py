@@ -162,6 +162,11 @@ class FakeSide:
     def queued(self, url: str) -> int:
         return len(self.queue)
 
+    def insert(self, url: str, job: str, count: int, bulk: bool) -> float:
+        start = time.monotonic()
+        self.enqueue(url, job, count - self.drop)
+        return time.monotonic() - start
+
     def work(self, url: str, job: str, count: int, concurrency: int, timeout: float) -> float:
         todo = self.queue[self.drop :] + self.queue[: self.twice]
         start = time.monotonic()
@@ -236,3 +241,15 @@ def test_rqfast_in_a_peers_row_reads_redis_cpu_around_its_worker(bench_target: T
     rate, cpu = harness.rq_work(lib, bench_target, 'io_sleep_redis', 20, 5, 60)
     assert rate > 0 and cpu > 0
     assert int(bench_target.client.get(jobs.INCR_KEY)) == 20
+
+
+def test_an_enqueue_run_reads_back_what_the_library_holds(
+    bench_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeSide(bench_target.url)
+    monkeypatch.setattr(harness, 'side', lambda peer: fake)
+    rate, cpu = harness.peer_insert(peers.BY_NAME['saq'], bench_target, 'noop_async', 50, bulk=False)
+    assert rate > 0 and cpu >= 0 and fake.queued(bench_target.url) == 50
+    fake = FakeSide(bench_target.url, drop=1)
+    with pytest.raises(MeasurementError, match='49 of 50 jobs are queued'):
+        harness.peer_insert(peers.BY_NAME['saq'], bench_target, 'noop_async', 50, bulk=True)

@@ -63,9 +63,13 @@ def queued(url: str) -> int:
 
         client = redis.asyncio.Redis.from_url(url)
         groups = await client.xinfo_groups(STREAM)
+        length = await client.xlen(STREAM)
         await client.aclose()
         await broker.shutdown()
-        return sum(int(group.get('lag') or 0) for group in groups)
+        lags = [group.get('lag') for group in groups]
+        if any(lag is None for lag in lags):  # Redis < 7 has no lag: the stream's length (nothing read yet)
+            return int(length)
+        return sum(int(lag) for lag in lags)
 
     return asyncio.run(main())
 
