@@ -66,7 +66,7 @@ def queued(url: str) -> int:
         length = await client.xlen(STREAM)
         await client.aclose()
         await broker.shutdown()
-        lags = [group.get('lag') for group in groups]
+        lags: list[Any] = [group.get('lag') for group in groups]
         if any(lag is None for lag in lags):  # Redis < 7 has no lag: the stream's length (nothing read yet)
             return int(length)
         return sum(int(lag) for lag in lags)
