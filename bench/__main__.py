@@ -1,8 +1,9 @@
-"""python -m bench [--quick] [--runs N] [--only SCENARIO,...] [--out DIR] [--baseline REV]
+"""python -m bench [--quick] [--runs N] [--only SCENARIO,...] [--out DIR] [--baseline REV] [--peers [LIST]]
 
 Measures rqfast and RQ (and BullMQ, if installed) against the same private redis-server in one
 run and prints a markdown table, also written to bench/results/<date>-<host>.md. With --baseline,
-rqfast as of git revision REV runs in the same run as a column of its own.
+rqfast as of git revision REV runs in the same run as a column of its own. With --peers, the peers
+rows instead: rqfast beside dramatiq, celery, huey, arq, saq and taskiq (pip install -e ".[peers]").
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench import baseline, report
+from bench import baseline, peers, report
 from bench.counting import REPO_ROOT
 from bench.libs import bullmq_version, load_lib
+from bench.peers import rows as peer_rows
 from bench.redis_server import PrivateRedis, Target
 from bench.runner import Participant, Results, run_scenario
 from bench.scales import FULL, QUICK
@@ -37,6 +39,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--list', action='store_true', help='list the scenarios and exit')
     parser.add_argument('--out', type=Path, help='directory for the results file (default bench/results)')
     parser.add_argument('--no-bullmq', action='store_true', help='skip BullMQ even if it is installed')
+    parser.add_argument(
+        '--peers',
+        nargs='?',
+        const='all',
+        metavar='LIST',
+        help='run the peers rows (only them, unless --only says otherwise) with these other job queues as columns: '
+        f'all (the default) or some of {",".join(peers.BY_NAME)}; they come with pip install -e ".[peers]"',
+    )
     parser.add_argument(
         '--pin', action='store_true', help='pin redis-server to one CPU and the bench and workers to the others'
     )
@@ -64,12 +74,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error('--runs must be at least 1')
     if args.baseline and args.self_test:
         parser.error('--baseline and --self-test do not mix (try --baseline HEAD on a clean tree instead)')
+    try:
+        args.peer_list = peers.parse(args.peers or 'all')
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 
-def selected(scenarios: list[Scenario], only: str | None) -> list[Scenario]:
+def selected(scenarios: list[Scenario], only: str | None, with_peers: bool = False) -> list[Scenario]:
+    """--only's scenarios; without it, the peers rows alone with --peers, every other row without."""
     if not only:
-        return scenarios
+        return [s for s in scenarios if is_peers_row(s) == with_peers]
     wanted = [name.strip() for name in only.split(',') if name.strip()]
     chosen = [s for s in scenarios if any(s.name == w or s.name.startswith(w + '-') for w in wanted)]
     if not chosen:
@@ -77,9 +92,14 @@ def selected(scenarios: list[Scenario], only: str | None) -> list[Scenario]:
     return chosen
 
 
+def is_peers_row(scenario: Scenario) -> bool:
+    return scenario.name.startswith('peers-')
+
+
 def participants(
-    self_test: bool, no_bullmq: bool, old: baseline.Baseline | None
+    self_test: bool, no_bullmq: bool, old: baseline.Baseline | None, others: list[peers.Peer] | None = None
 ) -> tuple[list[Participant], str | None]:
+    """rq first (the ratios' base), rqfast, a --baseline, BullMQ, then the peers of the peers rows."""
     ours = load_lib('rqfast', 'rq' if self_test else 'rqfast')
     if not self_test:
         ours.root = REPO_ROOT  # every run checks that this column runs the working tree's rqfast
@@ -92,6 +112,8 @@ def participants(
         people.append(Participant('bullmq', missing='skipped (--no-bullmq)'))
     else:
         people.append(Participant('bullmq', missing=None if bull else 'not installed'))
+    for peer in others or []:
+        people.append(Participant(peer.name, missing=peers.missing(peer), peer=True))
     return people, bull
 
 
@@ -135,14 +157,18 @@ def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | No
         pinning = server.pin_apart()
     try:
         target = Target(args.redis_url or server.url)  # type: ignore[union-attr]
-        scenarios = selected(build(scale, target), args.only)
+        everything = build(scale, target) + peer_rows.build(scale, target, args.peer_list)
+        scenarios = selected(everything, args.only, with_peers=args.peers is not None)
         if args.list:
-            print('\n'.join(f'{s.name:<14} {s.rows[0].label}' for s in scenarios))
+            print('\n'.join(f'{s.name:<18} {s.rows[0].label}' for s in scenarios))
             return None
-        people, bull = participants(args.self_test, args.no_bullmq, old)
+        others = args.peer_list if any(is_peers_row(s) for s in scenarios) else []
+        people, bull = participants(args.self_test, args.no_bullmq, old, others)
         where = "user's server" if args.redis_url else f'private redis-server on 127.0.0.1:{target.port}'
         facts = report.machine_facts(target.version, where, people, bull, scale.name, args.runs, usable)
         facts.append(('CPU pinning', pinning))
+        for peer in others:
+            facts.append((peer.name, f'{peers.version(peer)}: {peer.how}'))
         if old is not None:
             facts.append(('rqfast column', f'the working tree: {baseline.working_tree_fact(REPO_ROOT)}'))
         if args.self_test:
@@ -155,7 +181,9 @@ def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | No
         body = report.table(scenarios, results, people)
         note_lines = report.notes(scenarios, results, people)
         label = old.label if old else None
-        return report.document(facts, body, note_lines, args.runs, time.monotonic() - started, label)
+        peer_labels = [who.label for who in people if who.peer]
+        elapsed = time.monotonic() - started
+        return report.document(facts, body, note_lines, args.runs, elapsed, label, peer_labels)
     finally:
         if server is not None:
             server.stop()

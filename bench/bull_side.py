@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench import jobs
@@ -91,13 +92,21 @@ async def _connected_queue(target: Target) -> Any:
     return queue
 
 
-def worker_rate(target: Target, job_name: str, count: int, concurrency: int, timeout: float) -> float:
-    """Jobs/s of one BullMQ Worker with `concurrency` draining `count` queued jobs."""
+def worker_rate(
+    target: Target,
+    job_name: str,
+    count: int,
+    concurrency: int,
+    timeout: float,
+    at_done: Callable[[], None] | None = None,
+) -> float:
+    """Jobs/s of one BullMQ Worker with `concurrency` draining `count` queued jobs; `at_done` runs as
+    soon as the last job completed, before the worker closes (the peers rows read Redis' CPU there)."""
 
     async def main() -> float:
         queue = make_queue(target)
         await add_bulk(queue, job_name, count)
-        elapsed = await drain(target, count, concurrency, timeout)
+        elapsed = await drain(target, count, concurrency, timeout, at_done)
         await check_count(queue, 'completed', count)
         await queue.close()
         return count / elapsed
@@ -105,7 +114,9 @@ def worker_rate(target: Target, job_name: str, count: int, concurrency: int, tim
     return asyncio.run(main())
 
 
-async def drain(target: Target, count: int, concurrency: int, timeout: float) -> float:
+async def drain(
+    target: Target, count: int, concurrency: int, timeout: float, at_done: Callable[[], None] | None = None
+) -> float:
     """Run a Worker until `count` jobs completed (or, for 0, until it found the queue empty)."""
     worker_class = importlib.import_module('bullmq').Worker
     done = asyncio.Event()
@@ -127,6 +138,8 @@ async def drain(target: Target, count: int, concurrency: int, timeout: float) ->
     running = asyncio.ensure_future(worker.run())
     await asyncio.wait_for(done.wait() if count else _until_drained(worker), timeout)
     elapsed = time.monotonic() - start
+    if at_done is not None:
+        at_done()
     await worker.close()
     await running
     if outcome['failed']:

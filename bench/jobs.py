@@ -7,11 +7,16 @@ every library ~120M instructions (a third of a no-op SpawnWorker child) for jobs
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any
 
 CPU_OPERATIONS = 1000
 IO_SLEEP_SECONDS = 0.010
+# The jobs "with one Redis call" INCR this key on the measured server (the URL is in this variable, set
+# by the run before any worker starts): the job's own call, and the count every run checks.
+REDIS_URL_VARIABLE = 'BENCH_REDIS_URL'
+INCR_KEY = 'bench:incr'
 
 
 def noop() -> None:
@@ -38,6 +43,45 @@ async def io_async() -> None:
     await asyncio.sleep(IO_SLEEP_SECONDS)
 
 
+async def noop_async() -> None:
+    """noop as a coroutine, for the libraries that run only coroutines (arq, saq, taskiq)."""
+
+
+def io_sleep_redis() -> None:
+    """io_sleep, then one Redis call of the job's own (an INCR on a private key), as most real jobs make."""
+    time.sleep(IO_SLEEP_SECONDS)
+    _sync_client().incr(INCR_KEY)
+
+
+async def io_async_redis() -> None:
+    """io_async, then one Redis call of the job's own, on an asyncio client of this event loop."""
+    import asyncio
+
+    await asyncio.sleep(IO_SLEEP_SECONDS)
+    await _async_client(asyncio.get_running_loop()).incr(INCR_KEY)
+
+
+_clients: dict[Any, Any] = {}  # one client (a pool) per process, and one per event loop
+
+
+def _sync_client() -> Any:
+    client = _clients.get(os.getpid())
+    if client is None:
+        import redis
+
+        client = _clients[os.getpid()] = redis.Redis.from_url(os.environ[REDIS_URL_VARIABLE])
+    return client
+
+
+def _async_client(loop: Any) -> Any:
+    client = _clients.get(loop)
+    if client is None:
+        import redis.asyncio
+
+        client = _clients[loop] = redis.asyncio.Redis.from_url(os.environ[REDIS_URL_VARIABLE])
+    return client
+
+
 # BullMQ processors are coroutines called as processor(job, token); they route on the job's name.
 
 
@@ -48,7 +92,17 @@ async def bull_processor(job: Any, token: str) -> Any:
         return cpu()
     if job.name in ('io_sleep', 'io_async'):
         await asyncio.sleep(IO_SLEEP_SECONDS)
+    if job.name == 'io_async_redis':
+        await io_async_redis()
     return None
 
 
-RQ_JOBS = {'noop': noop, 'cpu': cpu, 'io_sleep': io_sleep, 'io_async': io_async}
+RQ_JOBS = {
+    'noop': noop,
+    'cpu': cpu,
+    'io_sleep': io_sleep,
+    'io_async': io_async,
+    'noop_async': noop_async,
+    'io_sleep_redis': io_sleep_redis,
+    'io_async_redis': io_async_redis,
+}

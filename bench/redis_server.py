@@ -135,6 +135,13 @@ class Target:
     def reset_stats(self) -> None:
         self.client.config_resetstat()
 
+    def cpu_seconds(self, client: redis.Redis | None = None) -> float:
+        """The server's CPU time so far (INFO cpu: used_cpu_sys + used_cpu_user, all its threads).
+
+        Pass a client of the calling process (a run's fork must not use the bench's own connection)."""
+        info = (client or self.client).info('cpu')
+        return float(info['used_cpu_sys']) + float(info['used_cpu_user'])
+
     def command_counts(self) -> CommandCounts:
         counts = CommandCounts(0, 0, 0)
         for name, stats in self.client.info('commandstats').items():

@@ -97,30 +97,55 @@ def _ratio(cell: Cell, base: Cell) -> str:
     return f'{statistics.median(cell.values) / denominator:.2f}×'
 
 
+def _best_peer(cells: dict[str, Cell], row: Row, peer_labels: list[str], ours: str = 'rqfast') -> str:
+    """rqfast's median over the best peer's (the highest for ↑ rows, the lowest for ↓ rows), naming it."""
+    mine = cells.get(ours)
+    if mine is None or mine.note or not mine.values:
+        return '—'
+    medians = {label: statistics.median(cells[label].values) for label in peer_labels if cells[label].values}
+    medians = {label: value for label, value in medians.items() if not cells[label].note}
+    if not medians:
+        return '—'
+    pick = max if row.higher_is_better else min
+    best = pick(medians, key=lambda label: medians[label])
+    if medians[best] == 0:
+        return '—'
+    return f'{statistics.median(mine.values) / medians[best]:.2f}× ({best})'
+
+
 def table(scenarios: list[Scenario], results: Results, people: list[Participant]) -> str:
     base = people[0].label  # rq
+    peer_labels = [who.label for who in people if who.peer]
     headers = ['Scenario', 'Unit']
     for who in people:
         headers.append(who.label if who.label != 'bullmq' else 'BullMQ')
-        if who.label != base:
+        if who.label != base and not who.peer:
             headers.append(f'{headers[-1]} / {base}')
         if who.baseline_of:
             headers.append(f'{who.baseline_of} / baseline')
+    if peer_labels:
+        headers.append('rqfast / best peer')
     lines = ['| ' + ' | '.join(headers) + ' |', '|' + '---|' * 2 + '---:|' * (len(headers) - 2)]
     for scenario in scenarios:
         for row in scenario.rows:
             cells = results.get(row.key)
-            if cells is None:
-                continue
-            parts = [row.label, row.unit]
-            for who in people:
-                parts.append(_cell_text(cells[who.label], row))
-                if who.label != base:
-                    parts.append(_ratio(cells[who.label], cells[base]))
-                if who.baseline_of:
-                    parts.append(_ratio(cells[who.baseline_of], cells[who.label]))
-            lines.append('| ' + ' | '.join(parts) + ' |')
+            if cells is not None:
+                lines.append('| ' + ' | '.join(_line(row, cells, people, peer_labels)) + ' |')
     return '\n'.join(lines)
+
+
+def _line(row: Row, cells: dict[str, Cell], people: list[Participant], peer_labels: list[str]) -> list[str]:
+    base = people[0].label
+    parts = [row.label, row.unit]
+    for who in people:
+        parts.append(_cell_text(cells[who.label], row))
+        if who.label != base and not who.peer:
+            parts.append(_ratio(cells[who.label], cells[base]))
+        if who.baseline_of:
+            parts.append(_ratio(cells[who.baseline_of], cells[who.label]))
+    if peer_labels:
+        parts.append(_best_peer(cells, row, peer_labels))
+    return parts
 
 
 def notes(scenarios: list[Scenario], results: Results, people: list[Participant]) -> list[str]:
@@ -147,6 +172,7 @@ def document(
     runs: int,
     elapsed: float,
     baseline: str | None = None,
+    peer_labels: list[str] | None = None,
 ) -> str:
     parts = ['# rqfast benchmark', '']
     parts += [f'- {name}: {value}' for name, value in facts]
@@ -164,6 +190,19 @@ def document(
             '',
             f'{baseline} is rqfast as of that commit, run in the same way in the same run; rqfast / baseline '
             "divides the working tree's median by its median (↑ rows: below 1 means slower than before).",
+        ]
+    if peer_labels:
+        parts += [
+            '',
+            f'Peers rows: {", ".join(peer_labels)} take their turns after BullMQ. Each library runs ONE worker '
+            "process at the row's concurrency (threads or one event loop, as it runs jobs), its time from the "
+            "worker's start to the end of the last job, checked by counting the jobs that ran (RQ, rqfast: "
+            'their finished registry; BullMQ: its completed count; a peer: a tally its jobs add to), and the '
+            "INCRs of the rows with a Redis call. Redis CPU per job is the private redis-server's used_cpu_sys "
+            '+ used_cpu_user (INFO cpu) from before the jobs were enqueued (not timed, but its CPU counts) to '
+            'the end of the last job, divided by the jobs; on the enqueue rows, over the enqueueing alone. '
+            "rqfast / best peer divides rqfast's median by the best peer's (the highest on ↑ rows, the lowest "
+            "on ↓ rows); RQ and BullMQ are not peers there. Each peer's configuration is in the facts above.",
         ]
     if note_lines:
         parts += ['', 'Cells without a figure:', *note_lines]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import multiprocessing
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -172,10 +173,18 @@ def concurrent_rate(lib: Lib, target: Target, job_name: str, count: int, process
 
 
 def fleet_rate(
-    lib: Lib, target: Target, job_name: str, count: int, processes: int, concurrency: int, timeout: float
+    lib: Lib,
+    target: Target,
+    job_name: str,
+    count: int,
+    processes: int,
+    concurrency: int,
+    timeout: float,
+    after_work: Callable[[], None] | None = None,
 ) -> tuple[float, float]:
     """Jobs/s of `processes` SimpleWorker processes at `concurrency` each, and their resident memory
-    summed (MiB, read in each once its work is done)."""
+    summed (MiB, read in each once its work is done). `after_work` runs as soon as the workers have
+    stopped, before the checks (the peers rows read Redis' CPU there)."""
     if concurrency > 1 and 'concurrency' not in inspect.signature(lib.cls('SimpleWorker').__init__).parameters:
         raise NotAvailable(f'{lib.label} runs one job at a time per process')
     queue = make_queue(lib, target)
@@ -195,6 +204,8 @@ def fleet_rate(
         return action
 
     start, _ = run_group(processes, setup, timeout)
+    if after_work is not None:
+        after_work()
     check_finished(queue, count)
     rss = sum(memory.get(timeout=10) for _ in range(processes))
     return count / (last_ended_at(queue) - start), rss

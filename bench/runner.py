@@ -16,10 +16,11 @@ from bench.scenarios import Scenario
 
 @dataclass
 class Participant:
-    label: str  # column: "rq", "rqfast", "rqfast@<sha>" (--baseline), "bullmq"
-    lib: Lib | None = None  # None for BullMQ
+    label: str  # column: "rq", "rqfast", "rqfast@<sha>" (--baseline), "bullmq", or a peer ("dramatiq", ...)
+    lib: Lib | None = None  # None for BullMQ and the peers
     missing: str | None = None  # set when the library cannot run at all (e.g. "not installed")
     baseline_of: str | None = None  # --baseline: the column this one is the old code of ("rqfast")
+    peer: bool = False  # one of bench.peers (--peers): measured only in the peers rows (Scenario.others)
 
 
 @dataclass
@@ -32,6 +33,8 @@ Results = dict[str, dict[str, Cell]]  # row key -> column label -> cell
 
 
 def _measure_fn(scenario: Scenario, who: Participant) -> Callable[[], Any] | None:
+    if who.peer:
+        return scenario.others.get(who.label)
     if who.lib is None:
         return scenario.bull
     rq_measure, lib = scenario.rq, who.lib

@@ -30,6 +30,11 @@ class Scale:
     window: int  # jobs timed per growth run, taken off the front of the backlog
     memory_jobs: int  # jobs before the worker's memory is read
     timeout: float  # seconds before one run is abandoned and its cell shows an error
+    # the peers rows (python -m bench --peers): every library, so sized for the slowest at each row
+    peer_noop: int  # no-op jobs at concurrency 1 and 10 (arq polls: ~90 jobs/s at 1)
+    peer_io: int  # 10 ms jobs at concurrency 50 (at most 5,000 jobs/s)
+    peer_single: int  # jobs enqueued one by one
+    peer_bulk: int  # jobs enqueued in one bulk call
 
 
 QUICK = Scale(
@@ -48,6 +53,10 @@ QUICK = Scale(
     window=150,
     memory_jobs=3_000,
     timeout=60,
+    peer_noop=300,
+    peer_io=1_000,
+    peer_single=1_000,
+    peer_bulk=5_000,
 )
 
 FULL = Scale(
@@ -66,4 +75,8 @@ FULL = Scale(
     window=500,
     memory_jobs=100_000,
     timeout=900,
+    peer_noop=2_000,
+    peer_io=5_000,
+    peer_single=5_000,
+    peer_bulk=20_000,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench import bull_side, counting, rq_side
@@ -34,6 +34,7 @@ class Scenario:
     once: bool = False  # counted rows: one run each, they do not vary like timings
     prepare_rq: Callable[[Lib, int], None] | None = None  # (lib, runs), once per library before the runs
     flush_each_run: bool = True
+    others: dict[str, Callable[[], Any]] = field(default_factory=dict)  # the peers' measures, by column
 
 
 def _k(n: int) -> str:
