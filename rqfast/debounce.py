@@ -18,6 +18,8 @@ from .defaults import DEBOUNCE_KEY_GRACE
 if TYPE_CHECKING:
     from redis import Redis
 
+    from .scriptrecords import EnqueueRecord
+
 __all__ = ['Debounce', 'Throttle', 'keyed_option']
 
 
@@ -31,7 +33,7 @@ class Debounce(NamedTuple):
         """The job's score in the scheduled registry: whole seconds, as RQ's, and never before `delay` has passed."""
         return math.ceil(moment.timestamp() + self.delay)
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: list[Any]) -> tuple[str, Held | None]:
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
         key_ttl = math.ceil(self.delay) + DEBOUNCE_KEY_GRACE
         status = scripts.enqueue_debounced(
             connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, key_ttl
@@ -45,7 +47,7 @@ class Throttle(NamedTuple):
     key: str
     ttl: float
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: list[Any]) -> tuple[str, Held | None]:
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
         ttl_ms = max(1, math.ceil(self.ttl * 1000))
         status, holder, raw = scripts.enqueue_throttled(
             connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, ttl_ms

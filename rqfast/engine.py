@@ -26,7 +26,8 @@ from .defaults import (
     JOB_HEARTBEAT_GRACE,
 )
 from .outcome import Outcome, OutcomeKind
-from .planning import Plan, plan
+from .planning import plan
+from .scriptrecords import Plan
 from .text import as_text
 
 if TYPE_CHECKING:

@@ -252,9 +252,9 @@ class Job(JobRun):
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
-        from .enqueueing import enqueue_record, store_jobs
+        from .enqueueing import EnqueueRecord, store_jobs
 
-        store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
+        store_jobs(self.connection, self.origin, [self], [EnqueueRecord.for_job(self, 'requeue', at_front=at_front)])
         return self
 
     def cleanup(self, ttl: int | None = None, pipeline: Any = None, remove_from_queue: bool = True) -> None:

@@ -210,6 +210,8 @@ def debounce_key(key: str) -> str:
 def throttle_key(key: str) -> str:
     """rqfast's own: the id of the job that opened a `throttle=(key, ttl)` window; expires with the window."""
     return f'{PREFIX}throttle:{key}'
+
+
 def rate_limit_window_key(key: str) -> str:
     """rqfast's (additive): zset of a window rate limit's starts (`<id>:<execution id>`) and planned
     starts (`<id>`); score = epoch float (lua/_common.lua, window_take)."""

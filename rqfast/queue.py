@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import keys, scripts
+from . import keys
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
@@ -17,10 +17,10 @@ from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
 from .enqueueing import (
     EnqueueArgs,
     EnqueueData,
+    EnqueueRecord,
     _pipeline_for,
     _rate_limited_mode,
     _reject_duplicate_ids,
-    enqueue_record,
     store_jobs,
 )
 from .job import Job, JobStatus, Retry
@@ -29,6 +29,7 @@ from .joboptions import check_priority
 from .outcome import OutcomeKind
 from .rate_limit import RateLimit
 from .repeat import Repeat
+from .scriptrecords import EnqueueMode
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
 
@@ -133,16 +134,16 @@ class Queue(CreatingQueue):
         if job.timeout is None:
             job.timeout = self._default_timeout
         job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
-        mode = 'queue' if self._is_async else 'store'
+        mode: EnqueueMode = 'queue' if self._is_async else 'store'
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
-        score: int | str = ''
+        score: int | None = None
         if isinstance(keyed, Debounce):  # scheduled at now + delay, as enqueue_in does (at_front: when it moves)
             mode, score = 'schedule', keyed.score(now())
             if at_front:
                 job.enqueue_at_front = True
-        record = enqueue_record(
+        record = EnqueueRecord.for_job(
             job,
             mode,
             at_front=at_front,
@@ -174,15 +175,14 @@ class Queue(CreatingQueue):
     def _store(
         self,
         jobs: Sequence[Job],
-        records: list[list[Any]],
+        records: Sequence[EnqueueRecord],
         pipeline: Any = None,
         group: str = '',
         guard: Debounce | Throttle | None = None,
     ) -> Held | None:
-        if self.signing_key is not None:
-            for job, record in zip(jobs, records, strict=True):
-                signature = sign_fields(self.signing_key, job.id, scripts.record_fields(record))
-                scripts.add_record_field(record, SIGNATURE_FIELD, signature)
+        key = self.signing_key
+        if key is not None:
+            records = [r.with_field(SIGNATURE_FIELD, sign_fields(key, r.job_id, r.fields)) for r in records]
         return store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group, guard=guard)
 
     @staticmethod
@@ -257,11 +257,13 @@ class Queue(CreatingQueue):
         dependent_datas = [d for d in datas if d.depends_on]
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in plain_datas]
         dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in dependent_datas]
-        records = [enqueue_record(job, 'queue', at_front=d.at_front) for job, d in zip(plain, plain_datas, strict=True)]
+        records = [
+            EnqueueRecord.for_job(job, 'queue', at_front=d.at_front) for job, d in zip(plain, plain_datas, strict=True)
+        ]
         # RQ 3.0: a dependent whose dependencies are met honours at_front, and a deferred one expires after its ttl
-        mode = 'batch_rq2' if rq2_compat() else 'batch'
+        mode: EnqueueMode = 'batch_rq2' if rq2_compat() else 'batch'
         records += [
-            enqueue_record(
+            EnqueueRecord.for_job(
                 job,
                 mode,
                 at_front=bool(job.enqueue_at_front) or (d.at_front and not rq2_compat()),
@@ -307,7 +309,7 @@ class Queue(CreatingQueue):
         job.origin = self.name
         job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         self._check_rate_limit_namespace(job)
-        record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
+        record = EnqueueRecord.for_job(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))
         return job
 
