@@ -8,7 +8,6 @@ ARGV order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from typing import TYPE_CHECKING, Literal
 
 from . import tracing
@@ -26,9 +25,13 @@ Value = str | bytes | int | float
 EnqueueMode = Literal['queue', 'requeue', 'batch', 'batch_rq2', 'store', 'schedule', 'limit']
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EnqueueRecord:
-    """One job for lua/enqueue_jobs.lua (its header explains each field), rendered by argv()."""
+    """One job for lua/enqueue_jobs.lua (its header explains each field), rendered by argv().
+
+    A value: nothing changes a record once made (with_field makes another). Not frozen=True, whose
+    __init__ costs about 0.7 µs more per job, 2% of an enqueue_many.
+    """
 
     job_id: str
     mode: EnqueueMode
@@ -86,7 +89,7 @@ class EnqueueRecord:
         """The record as enqueue_jobs.lua reads it: id, mode, at_front, unique, ttl, score, allow_failure,
         the dependency ids (counted), the fields (counted, then name, value, ...)."""
         dependency_ids, fields = self.dependency_ids, self.fields
-        return [
+        argv: list[Value] = [
             self.job_id,
             self.mode,
             int(self.at_front),
@@ -97,8 +100,10 @@ class EnqueueRecord:
             len(dependency_ids),
             *dependency_ids,
             len(fields),
-            *chain.from_iterable(fields.items()),
         ]
+        for pair in fields.items():  # (faster than chain.from_iterable: 0.15 µs a job)
+            argv += pair
+        return argv
 
 
 @dataclass(slots=True)
