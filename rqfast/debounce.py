@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import scripts
 from .dates import epoch_seconds, utcformat
@@ -63,7 +63,7 @@ class Held(NamedTuple):
 
 
 def keyed_option(
-    debounce: Any, throttle: Any, *, depends_on: Any = None, unique: bool = False, pipeline: Any = None
+    debounce: object, throttle: object, *, depends_on: object = None, unique: bool = False, pipeline: object = None
 ) -> Debounce | Throttle | None:
     """The enqueue's debounce= or throttle= option, checked (ValueError), or None when neither is given."""
     if debounce is None and throttle is None:
@@ -87,7 +87,7 @@ def keyed_option(
     return Throttle(key, ttl)
 
 
-def _pair(option: str, value: Any, second: str) -> tuple[str, float]:
+def _pair(option: str, value: object, second: str) -> tuple[str, float]:
     if not isinstance(value, tuple | list) or len(value) != 2:
         raise ValueError(f'{option} must be a (key, {second}) pair, not {value!r}')
     key, seconds = value

@@ -80,16 +80,16 @@ class EnqueueArgs(NamedTuple):
     on_success: Any
     on_failure: Any
     on_stopped: Any
-    pipeline: Any
+    pipeline: Pipeline | None
     unique: bool
     args: Any
     kwargs: Any
     webhooks: Any
-    rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
+    rate_limit: RateLimit | None = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
-    debounce: Any = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
-    throttle: Any = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
+    debounce: object = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
+    throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
 _OPTION_NAMES = (
@@ -185,7 +185,7 @@ def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
             seen.add(data.job_id)
 
 
-def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:
+def _pipeline_for(pipeline: Pipeline | None, unique: bool, is_async: bool) -> Pipeline | None:
     """The caller's pipeline, or None where RQ does not use it either: a unique enqueue (RQ's
     check-and-save script runs at once, so DuplicateJobError raises at the call) and a queue made
     with is_async=False (the job runs at the call, so it is stored then)."""

@@ -1,7 +1,8 @@
 """What an outcome means: `plan(job, outcome, now)` turns how a run ended (finished, failed,
-retried, repeated, stopped, poison, abandoned) into the writes that record it, a `Plan`, by RQ
-2.12's rules. Pure: it reads the job and the time it is given, changes nothing; engine.py sends
-the Plan to the finish script, for the worker, the sync path and maintenance alike.
+retried, repeated, stopped, poison, abandoned) into the writes that record it, a `Plan` (defined in
+scriptrecords.py, beside the other records the scripts take), by RQ 2.12's rules. Pure: it reads the
+job and the time it is given, changes nothing; engine.py sends the Plan to the finish script, for
+the worker, the sync path and maintenance alike.
 """
 
 from __future__ import annotations

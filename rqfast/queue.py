@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .callbacks import execute_failure_callback, execute_success_callback
@@ -32,6 +32,9 @@ from .repeat import Repeat
 from .scriptrecords import EnqueueMode
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
+
+if TYPE_CHECKING:
+    from redis.client import Pipeline
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
@@ -69,14 +72,14 @@ class Queue(CreatingQueue):
         on_success: Any = None,
         on_failure: Any = None,
         on_stopped: Any = None,
-        pipeline: Any = None,
+        pipeline: Pipeline | None = None,
         unique: bool = False,
         webhooks: Sequence[Any] | None = None,
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
         priority: int | None = None,
-        debounce: Any = None,
-        throttle: Any = None,
+        debounce: object = None,
+        throttle: object = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
@@ -108,18 +111,22 @@ class Queue(CreatingQueue):
             return self._enqueue(job, None, at_front, False, check_dependencies=True, keyed=keyed)
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
-    def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+    def enqueue_job(
+        self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
+    ) -> Job:
         """Store and enqueue a created job (deferred when a dependency is unfinished): one round trip."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=True)
 
-    def _enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+    def _enqueue_job(
+        self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
+    ) -> Job:
         """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
 
     def _enqueue(
         self,
         job: Job,
-        pipeline: Any,
+        pipeline: Pipeline | None,
         at_front: bool,
         unique: bool,
         check_dependencies: bool,
@@ -176,7 +183,7 @@ class Queue(CreatingQueue):
         self,
         jobs: Sequence[Job],
         records: Sequence[EnqueueRecord],
-        pipeline: Any = None,
+        pipeline: Pipeline | None = None,
         group: str = '',
         guard: Debounce | Throttle | None = None,
     ) -> Held | None:
@@ -206,8 +213,8 @@ class Queue(CreatingQueue):
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
         priority: int | None = None,
-        debounce: Any = None,
-        throttle: Any = None,
+        debounce: object = None,
+        throttle: object = None,
     ) -> EnqueueData:
         return EnqueueData(
             func,
@@ -234,14 +241,14 @@ class Queue(CreatingQueue):
         )
 
     def enqueue_many(
-        self, job_datas: Iterable[EnqueueData], pipeline: Any = None, group_id: str | None = None
+        self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None = None, group_id: str | None = None
     ) -> list[Job]:
         """Enqueue many jobs, one script call per 1,000; every job is validated before the first call.
         `group_id` only tags the jobs, as in RQ: rqfast.group.Group.enqueue_many also adds them to it."""
         return self.enqueue_batch(job_datas, pipeline, group_id, join_group=False)
 
     def enqueue_batch(
-        self, job_datas: Iterable[EnqueueData], pipeline: Any, group_id: str | None, join_group: bool
+        self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None, group_id: str | None, join_group: bool
     ) -> list[Job]:
         """enqueue_many; with `join_group`, each chunk's script call adds its jobs to group `group_id` too."""
         datas = list(job_datas)
@@ -303,7 +310,7 @@ class Queue(CreatingQueue):
     def enqueue_in(self, time_delta: timedelta, func: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_at(now() + time_delta, func, *args, **kwargs)
 
-    def schedule_job(self, job: Job, datetime: datetime, pipeline: Any = None, unique: bool = False) -> Job:
+    def schedule_job(self, job: Job, datetime: datetime, pipeline: Pipeline | None = None, unique: bool = False) -> Job:
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
@@ -337,6 +344,6 @@ class Queue(CreatingQueue):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
 
 
-def _keyed_fields(data: EnqueueData) -> tuple[Any, Any]:
+def _keyed_fields(data: EnqueueData) -> tuple[object, object]:
     """An EnqueueData's debounce and throttle: None, None for one made by RQ's prepare_data (no such fields)."""
     return getattr(data, 'debounce', None), getattr(data, 'throttle', None)

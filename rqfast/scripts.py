@@ -1,14 +1,15 @@
 """The Lua scripts in lua/, loaded once and called by EVALSHA (one round trip per call).
 
 Each script is one state change. A typed wrapper per script is the only Python that knows its
-ARGV order. rqfast never sends its own calls through a redis-py pipeline (registered Script objects
-make Pipeline.execute() send SCRIPT EXISTS first, an extra round trip); a caller's pipeline, passed
-as RQ's `pipeline=`, gets the call queued into it (Script.queue).
+ARGV order (a job to store is an EnqueueRecord, scriptrecords.py, which renders its own). rqfast
+never sends its own calls through a redis-py pipeline (registered Script objects make
+Pipeline.execute() send SCRIPT EXISTS first, an extra round trip); a caller's pipeline, passed as
+RQ's `pipeline=`, gets the call queued into it (Script.queue).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import keys
@@ -120,7 +121,7 @@ def cancel_job(
     return None if reply is None else (int(reply[0]), by_queue(reply[1:]))
 
 
-def by_queue(flat: Sequence[Any]) -> dict[str, list[str]]:
+def by_queue(flat: Sequence[bytes | str]) -> dict[str, list[str]]:
     """A script's flat {origin, id, origin, id, ...} as RQ 3.0's map of queue name to job ids."""
     mapping: dict[str, list[str]] = {}
     for i in range(0, len(flat), 2):
@@ -128,7 +129,7 @@ def by_queue(flat: Sequence[Any]) -> dict[str, list[str]]:
     return mapping
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -159,13 +160,13 @@ def schedule_jobs(
     acquire: bool,
     move: bool,
     release: int,
-    fields: dict[str, Any],
+    fields: Mapping[str, Value],
     queues: list[str],
 ) -> tuple[list[tuple[int, int]], float | None]:
     """A scheduler tick or step (see lua/schedule_jobs.lua; release: 0, 1 locks, 2 locks and hash):
     per queue, (lock state, jobs moved); and, when moving, the earliest score left in the scheduled
     registries of the queues held (None: none, or not moving)."""
-    args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
+    args: list[Value] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
     for key, value in fields.items():
         args.extend((key, value))
     args.extend((len(queues), *queues))
@@ -192,7 +193,7 @@ def clean_registries(
     """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
     rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
     group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
-    args: list[Any] = [
+    args: list[Value] = [
         now_float,
         cutoff,
         mode,
@@ -221,24 +222,29 @@ def clean_groups(connection: Redis, names: Sequence[str], prune: bool, drop: boo
     return [name.decode() if isinstance(name, bytes) else name for name in alive], int(pruned), int(dropped)
 
 
-def _run(name: str, connection: Redis, args: Sequence[Any], pipeline: Any = None) -> Any:
+def _run(name: str, connection: Redis, args: Sequence[Value], pipeline: Pipeline | None = None) -> Any:
     return call(name, connection, args, pipeline)
 
 
 def register_dependency(
-    connection: Redis, job_id: str, origin: str, now_epoch: int, dependency_ids: Sequence[str], pipeline: Any = None
+    connection: Redis,
+    job_id: str,
+    origin: str,
+    now_epoch: int,
+    dependency_ids: Sequence[str],
+    pipeline: Pipeline | None = None,
 ) -> None:
     """The job into its deferred registry and its dependencies' dependents sets (lua/register_dependency.lua)."""
     _run('register_dependency', connection, [job_id, origin, now_epoch, len(dependency_ids), *dependency_ids], pipeline)
 
 
-def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Any = None) -> None:
+def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Pipeline | None = None) -> None:
     """EXPIRE the job hash and its two dependency sets (lua/expire_job.lua)."""
     _run('expire_job', connection, [job_id, ttl], pipeline)
 
 
 def enqueue_dependents(
-    connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Any = None
+    connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Pipeline | None = None
 ) -> dict[str, list[str]] | None:
     """Enqueue the dependents (whose dependencies are met) of a job that ended with `status`; the
     ids enqueued by queue (None when queued into `pipeline`)."""
@@ -247,7 +253,7 @@ def enqueue_dependents(
 
 
 def move_dependents_to_ready(
-    connection: Redis, job_id: str, status: str, exclude_id: str = '', pipeline: Any = None
+    connection: Redis, job_id: str, status: str, exclude_id: str = '', pipeline: Pipeline | None = None
 ) -> dict[str, list[str]] | None:
     """Move the dependents (whose dependencies are met) of a job that ended with `status` into their
     queues' ready registries (lua/move_dependents_to_ready.lua); the ids moved by queue (None when
@@ -263,17 +269,25 @@ def enqueue_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str]) ->
     return [_text(job_id) for job_id in _run('enqueue_ready_jobs', connection, [queue, now_text, now_epoch, *job_ids])]
 
 
-def register_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str], pipeline: Any = None) -> None:
+def register_ready_jobs(
+    connection: Redis, queue: str, job_ids: Sequence[str], pipeline: Pipeline | None = None
+) -> None:
     """The jobs out of the queue's deferred registry and into its ready registry, status
     ready_to_enqueue (lua/register_ready_jobs.lua)."""
     _run('register_ready_jobs', connection, [queue, epoch_seconds(now()), *job_ids], pipeline)
 
 
 def add_failed_job(
-    connection: Redis, job_id: str, queue: str, score: int, ttl: int, fields: dict[str, Any], pipeline: Any = None
+    connection: Redis,
+    job_id: str,
+    queue: str,
+    score: int,
+    ttl: int,
+    fields: Mapping[str, Value],
+    pipeline: Pipeline | None = None,
 ) -> None:
     """Save the job and add it to its failed registry at `score` (lua/add_failed_job.lua)."""
-    args: list[Any] = [job_id, queue, score, ttl, len(fields)]
+    args: list[Value] = [job_id, queue, score, ttl, len(fields)]
     for name, value in fields.items():
         args.extend((name, value))
     _run('add_failed_job', connection, args, pipeline)

@@ -6,6 +6,7 @@ rq.scripts functions).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .defaults import (
@@ -214,7 +215,7 @@ def register_worker(
     ttl: int,
     now_text: str,
     queues: list[str],
-    fields: dict[str, Value] | None = None,
+    fields: Mapping[str, Value] | None = None,
 ) -> bool:
     """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
     args: list[Value] = [name, what, ttl, now_text, len(queues), *queues]
