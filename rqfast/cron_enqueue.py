@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dates, scripts
 from .defaults import rq2_compat
-from .enqueueing import enqueue_record
+from .enqueueing import EnqueueRecord
 from .queue import Queue
 from .status import JobStatus
 
@@ -62,7 +62,7 @@ def enqueue_cron_run(
     )
     if job.has_rate_limit and given.at_front:
         job.enqueue_at_front = True  # as Queue.enqueue: the promotion honours it
-    record = enqueue_record(job, 'limit' if job.has_rate_limit else 'queue', at_front=given.at_front)
+    record = EnqueueRecord.for_job(job, 'limit' if job.has_rate_limit else 'queue', at_front=given.at_front)
     moment = dates.now()
     status, refused_at = scripts.enqueue_cron_job(
         connection,

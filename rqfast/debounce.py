@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import scripts
 from .dates import epoch_seconds, utcformat
@@ -17,6 +17,8 @@ from .defaults import DEBOUNCE_KEY_GRACE
 
 if TYPE_CHECKING:
     from redis import Redis
+
+    from .scriptrecords import EnqueueRecord
 
 __all__ = ['Debounce', 'Throttle', 'keyed_option']
 
@@ -31,7 +33,7 @@ class Debounce(NamedTuple):
         """The job's score in the scheduled registry: whole seconds, as RQ's, and never before `delay` has passed."""
         return math.ceil(moment.timestamp() + self.delay)
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: list[Any]) -> tuple[str, Held | None]:
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
         key_ttl = math.ceil(self.delay) + DEBOUNCE_KEY_GRACE
         status = scripts.enqueue_debounced(
             connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, key_ttl
@@ -45,7 +47,7 @@ class Throttle(NamedTuple):
     key: str
     ttl: float
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: list[Any]) -> tuple[str, Held | None]:
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
         ttl_ms = max(1, math.ceil(self.ttl * 1000))
         status, holder, raw = scripts.enqueue_throttled(
             connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, ttl_ms
@@ -61,7 +63,7 @@ class Held(NamedTuple):
 
 
 def keyed_option(
-    debounce: Any, throttle: Any, *, depends_on: Any = None, unique: bool = False, pipeline: Any = None
+    debounce: object, throttle: object, *, depends_on: object = None, unique: bool = False, pipeline: object = None
 ) -> Debounce | Throttle | None:
     """The enqueue's debounce= or throttle= option, checked (ValueError), or None when neither is given."""
     if debounce is None and throttle is None:
@@ -85,7 +87,7 @@ def keyed_option(
     return Throttle(key, ttl)
 
 
-def _pair(option: str, value: Any, second: str) -> tuple[str, float]:
+def _pair(option: str, value: object, second: str) -> tuple[str, float]:
     if not isinstance(value, tuple | list) or len(value) != 2:
         raise ValueError(f'{option} must be a (key, {second}) pair, not {value!r}')
     key, seconds = value

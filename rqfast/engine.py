@@ -26,11 +26,13 @@ from .defaults import (
     JOB_HEARTBEAT_GRACE,
 )
 from .outcome import Outcome, OutcomeKind
-from .planning import Plan, plan
+from .planning import plan
+from .scriptrecords import Plan, Value
 from .text import as_text
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
 
 __all__ = [
@@ -95,7 +97,7 @@ def _claim_from_reply(reply: list[Any], execution_id: str, moment: datetime) -> 
     return claim
 
 
-def _times(moment: datetime) -> list[Any]:
+def _times(moment: datetime) -> list[Value]:
     return [utcformat(moment), repr(moment.timestamp()), epoch_seconds(moment)]
 
 
@@ -168,7 +170,7 @@ def finish_job(
 
 
 def record_outcome(
-    connection: Redis, job_id: str, queue: str, plan: Plan, moment: datetime, pipeline: Any = None
+    connection: Redis, job_id: str, queue: str, plan: Plan, moment: datetime, pipeline: Pipeline | None = None
 ) -> None:
     """Record `plan` for a job no worker ran (job_lifecycle.record_job_failure): one finish script
     call, queued into the caller's `pipeline` when given."""
@@ -275,10 +277,18 @@ def record_abandoned(connection: Redis, job_id: str, queue: str, member: str, pl
     return bool(reply[6])
 
 
-def _finish_unclaimed(connection: Redis, job_id: str, queue: str, plan: Plan, moment: datetime, **how: Any) -> Any:
-    """One finish_job call for a job no live worker holds: no worker, no next claim; `how`: its
-    `pipeline=` or `fence=`."""
+def _finish_unclaimed(
+    connection: Redis,
+    job_id: str,
+    queue: str,
+    plan: Plan,
+    moment: datetime,
+    fence: str = '',
+    pipeline: Pipeline | None = None,
+) -> list[Any]:
+    """One finish_job call for a job no live worker holds: no worker, no next claim; fenced on
+    `fence` when given, queued into `pipeline` when given ([] then)."""
     return workerscripts.finish_job(
         connection, '', _times(moment), job_id, queue, '', plan, 0.0, False, DEFAULT_JOB_MONITORING_INTERVAL, 0, '', [],
-        **how,
+        fence=fence, pipeline=pipeline,
     )  # fmt: skip

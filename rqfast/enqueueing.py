@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .exceptions import DuplicateJobError, InvalidJobOperation
 from .rate_limit import RateLimit
-from .scripts import enqueue_record
+from .scriptrecords import EnqueueRecord
 from .status import JobStatus
 
 if TYPE_CHECKING:
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 __all__ = [
     'EnqueueArgs',
     'EnqueueData',
-    'enqueue_record',
+    'EnqueueRecord',
     'store_jobs',
-]  # enqueue_record: the record layout is the script wrapper's
+]  # EnqueueRecord: the record lua/enqueue_jobs.lua takes (scriptrecords.py)
 
 
 # What Queue.prepare_data builds and Queue.parse_args returns (RQ's names).
@@ -80,16 +80,16 @@ class EnqueueArgs(NamedTuple):
     on_success: Any
     on_failure: Any
     on_stopped: Any
-    pipeline: Any
+    pipeline: Pipeline | None
     unique: bool
     args: Any
     kwargs: Any
     webhooks: Any
-    rate_limit: Any = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
+    rate_limit: RateLimit | None = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
-    debounce: Any = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
-    throttle: Any = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
+    debounce: object = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
+    throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
 _OPTION_NAMES = (
@@ -116,7 +116,7 @@ def store_jobs(
     connection: Redis,
     queue: str,
     jobs: Sequence[JobSpec],
-    records: list[list[Any]],
+    records: Sequence[EnqueueRecord],
     pipeline: Pipeline | None = None,
     group: str = '',
     guard: Debounce | Throttle | None = None,
@@ -153,26 +153,25 @@ def store_jobs(
     return None
 
 
-def expected_statuses(connection: Redis, records: list[list[Any]]) -> list[str]:
+def expected_statuses(connection: Redis, records: Sequence[EnqueueRecord]) -> list[str]:
     """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
     dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
-    dependencies = [scripts.record_dependencies(record) for record in records]
-    wanted = sorted({dep_id for _, dep_ids, _ in dependencies for dep_id in dep_ids})
-    statuses: dict[str, Any] = {}
+    wanted = sorted({dep_id for record in records for dep_id in record.dependency_ids})
+    statuses: dict[str, bytes | str | None] = {}
     if wanted:
         with connection.pipeline(transaction=False) as reads:
             for dep_id in wanted:
                 reads.hget(keys.job_key(dep_id), 'status')
             statuses = dict(zip(wanted, reads.execute(), strict=True))
     expected = []
-    for mode, dep_ids, allow_failure in dependencies:
-        met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if allow_failure else set())
-        if mode == 'schedule':
+    for record in records:
+        met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if record.allow_failure else set())
+        if record.mode == 'schedule':
             expected.append('scheduled')
-        elif any(statuses[dep_id] not in met for dep_id in dep_ids):
+        elif any(statuses[dep_id] not in met for dep_id in record.dependency_ids):
             expected.append('deferred')
         else:
-            expected.append('stored' if mode == 'store' else 'queued')
+            expected.append('stored' if record.mode == 'store' else 'queued')
     return expected
 
 
@@ -186,14 +185,16 @@ def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:
             seen.add(data.job_id)
 
 
-def _pipeline_for(pipeline: Any, unique: bool, is_async: bool) -> Any:
+def _pipeline_for(pipeline: Pipeline | None, unique: bool, is_async: bool) -> Pipeline | None:
     """The caller's pipeline, or None where RQ does not use it either: a unique enqueue (RQ's
     check-and-save script runs at once, so DuplicateJobError raises at the call) and a queue made
     with is_async=False (the job runs at the call, so it is stored then)."""
     return pipeline if not unique and is_async else None
 
 
-def _rate_limited_mode(job: JobSpec, pipeline: Any, at_front: bool, unique: bool, is_async: bool) -> str:
+def _rate_limited_mode(
+    job: JobSpec, pipeline: Pipeline | None, at_front: bool, unique: bool, is_async: bool
+) -> Literal['limit']:
     """RQ 3.0's checks of a rate-limited enqueue, before anything is written; enqueue_jobs.lua's mode."""
     RateLimit(job.rate_limit_key or '', job.rate_limit_concurrency or 0)  # the job's own fields: ValueError if bad
     if unique:

@@ -35,6 +35,7 @@ from .types import FunctionReferenceType, JobDependencyType
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
     from .results import Result
 
@@ -88,7 +89,7 @@ class Job(JobRun):
             self._status = JobStatus(status.decode() if isinstance(status, bytes) else status)
         return self._status
 
-    def set_status(self, status: JobStatus | str, pipeline: Any = None) -> None:
+    def set_status(self, status: JobStatus | str, pipeline: Pipeline | None = None) -> None:
         """Write the status (a JobStatus or its value, as RQ takes) to the hash."""
         self._status = JobStatus(status)
         (pipeline if pipeline is not None else self.connection).hset(self.key, 'status', self._status.value)
@@ -135,14 +136,14 @@ class Job(JobRun):
     def dependent_ids(self) -> list[str]:
         return [as_text(m) for m in self.connection.smembers(self.dependents_key)]
 
-    def fetch_dependencies(self, watch: bool = False, pipeline: Any = None) -> list[Job]:
+    def fetch_dependencies(self, watch: bool = False, pipeline: Pipeline | None = None) -> list[Job]:
         """The dependencies that still exist; with watch, their hashes are WATCHed on `pipeline` first."""
-        if watch and pipeline is not None and self._dependency_ids:
-            pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])
+        if watch and pipeline is not None and self._dependency_ids:  # (redis-py leaves watch untyped)
+            pipeline.watch(*[self.key_for(job_id) for job_id in self._dependency_ids])  # type: ignore[no-untyped-call]
         jobs = self.fetch_many(self._dependency_ids, connection=self.connection, serializer=self.serializer)
         return [job for job in jobs if job]
 
-    def register_dependency(self, pipeline: Any = None) -> None:
+    def register_dependency(self, pipeline: Pipeline | None = None) -> None:
         """Into the deferred registry of its queue and its dependencies' dependents sets (one script call)."""
         from . import scripts  # here, as in the methods below: a horse running a job imports no script
 
@@ -152,7 +153,7 @@ class Job(JobRun):
     def dependencies_are_met(
         self,
         parent_job: Job | None = None,
-        pipeline: Any = None,
+        pipeline: Pipeline | None = None,
         exclude_job_id: str | None = None,
         refresh_job_status: bool = True,
     ) -> bool:
@@ -203,19 +204,19 @@ class Job(JobRun):
     def to_dict(self, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
         return job_fields(self, include_meta=include_meta, include_result=include_result)
 
-    def save(self, pipeline: Any = None, include_meta: bool = True, include_result: bool = True) -> None:
+    def save(self, pipeline: Pipeline | None = None, include_meta: bool = True, include_result: bool = True) -> None:
         mapping: dict[Any, Any] = self.to_dict(include_meta=include_meta, include_result=include_result)
         (pipeline if pipeline is not None else self.connection).hset(self.key, mapping=mapping)
 
     def save_meta(self) -> None:
         self.connection.hset(self.key, 'meta', encode_meta(self, self.meta))
 
-    def heartbeat(self, timestamp: datetime, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
+    def heartbeat(self, timestamp: datetime, ttl: int, pipeline: Pipeline | None = None, xx: bool = False) -> None:
         self.last_heartbeat = timestamp
         (pipeline if pipeline is not None else self.connection).hset(self.key, 'last_heartbeat', utcformat(timestamp))
 
     def cancel(
-        self, pipeline: Any = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
+        self, pipeline: Pipeline | None = None, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
     ) -> dict[str, list[str]]:
         """Cancel: out of its queue and registry, into the canceled registry (one script call); RQ 3.0's
         map of queue name to the dependents released, which that call enqueues too.
@@ -252,12 +253,12 @@ class Job(JobRun):
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
-        from .enqueueing import enqueue_record, store_jobs
+        from .enqueueing import EnqueueRecord, store_jobs
 
-        store_jobs(self.connection, self.origin, [self], [enqueue_record(self, 'requeue', at_front=at_front)])
+        store_jobs(self.connection, self.origin, [self], [EnqueueRecord.for_job(self, 'requeue', at_front=at_front)])
         return self
 
-    def cleanup(self, ttl: int | None = None, pipeline: Any = None, remove_from_queue: bool = True) -> None:
+    def cleanup(self, ttl: int | None = None, pipeline: Pipeline | None = None, remove_from_queue: bool = True) -> None:
         """RQ's: ttl 0 deletes the job, a positive ttl expires its hash and dependency sets, else nothing."""
         if ttl == 0:
             self.delete(pipeline=pipeline, remove_from_queue=remove_from_queue)
@@ -266,13 +267,15 @@ class Job(JobRun):
 
             scripts.expire_job(self.connection, self.id, ttl, pipeline)
 
-    def delete(self, pipeline: Any = None, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
+    def delete(
+        self, pipeline: Pipeline | None = None, remove_from_queue: bool = True, delete_dependents: bool = False
+    ) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
         from . import scripts
 
         scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents, pipeline=pipeline)
 
-    def delete_dependents(self, pipeline: Any = None) -> None:
+    def delete_dependents(self, pipeline: Pipeline | None = None) -> None:
         for job in self.fetch_many(self.dependent_ids, connection=self.connection, serializer=self.serializer):
             if job is not None:
                 job.delete(pipeline=pipeline, remove_from_queue=False)
@@ -322,7 +325,7 @@ class Job(JobRun):
 
     # --- running again
 
-    def retry(self, queue: Any, pipeline: Any) -> None:
+    def retry(self, queue: Any, pipeline: Pipeline | None) -> None:
         """RQ's: one retry used up, then back onto `queue` now, or scheduled after the retry interval."""
         if not self.retries_left:
             raise InvalidJobOperation(f'Job {self.id} has no retries left')
@@ -337,7 +340,7 @@ class Job(JobRun):
     def _handle_retry_result(
         self,
         queue: Any,
-        pipeline: Any,
+        pipeline: Pipeline | None,
         retry: Retry,
         execution_id: str,
         execution_started_at: datetime,

@@ -16,6 +16,8 @@ from .outcome import Outcome, OutcomeKind
 from .status import JobStatus
 
 if TYPE_CHECKING:
+    from redis.client import Pipeline
+
     from .job import Job
 
 __all__ = ['call_exception_handlers', 'format_exc_info', 'record_job_failure']
@@ -35,7 +37,7 @@ def format_exc_info(exc_info: Any) -> str:
     return ''.join(traceback.format_exception(*exc_info))
 
 
-def record_job_failure(job: Job, exc_string: str, pipeline: Any = None) -> None:
+def record_job_failure(job: Job, exc_string: str, pipeline: Pipeline | None = None) -> None:
     """Mark the job failed, in its failed registry, with a failure result by no worker (`exc_string`).
 
     Not retried, dependents not released (the caller decides, as RQ 3.0's callers do). One finish

@@ -1,15 +1,15 @@
 """What an outcome means: `plan(job, outcome, now)` turns how a run ended (finished, failed,
-retried, repeated, stopped, poison, abandoned) into the writes that record it, a `Plan`, by RQ
-2.12's rules. Pure: it reads the job and the time it is given, changes nothing; engine.py sends
-the Plan to the finish script, for the worker, the sync path and maintenance alike.
+retried, repeated, stopped, poison, abandoned) into the writes that record it, a `Plan` (defined in
+scriptrecords.py, beside the other records the scripts take), by RQ 2.12's rules. Pure: it reads the
+job and the time it is given, changes nothing; engine.py sends the Plan to the finish script, for
+the worker, the sync path and maintenance alike.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .dates import epoch_seconds, utcformat
 from .defaults import (
@@ -22,30 +22,11 @@ from .jobhash import job_fields
 from .outcome import Outcome, OutcomeKind
 from .repeat import Repeat
 from .results import Result, encode_exc_string, encode_return_value
+from .scriptrecords import Plan, Value
 from .status import JobStatus
 
 if TYPE_CHECKING:
     from .job import Job, Retry
-
-
-@dataclass
-class Plan:
-    """The writes that record one outcome (finish_job.lua's arguments, by name)."""
-
-    registry: str = ''
-    registry_score: int | str = ''
-    job_ttl: int | str = ''
-    release_as: str = ''
-    put_back: str = ''
-    schedule_score: int | str = ''
-    counter: str = ''
-    stream_ttl: int | str = ''
-    fields: dict[str, Any] = field(default_factory=dict)
-    stream: dict[str, Any] = field(default_factory=dict)
-    # rqfast's lifecycle event (rqfast.events), written only for a job enqueued with events on; not
-    # compared: the writes of an outcome are the same with or without it
-    event: str = field(default='', compare=False)
-    event_detail: str = field(default='', compare=False)
 
 
 # --- what an outcome means: RQ 2.12's rules, as Plans
@@ -116,7 +97,7 @@ def _event(plan: Plan, outcome: Outcome) -> tuple[str, str]:
     return str(plan.fields.get('status', '')), detail
 
 
-def exc_type_name(exc_info: Any, exc_string: str) -> str:
+def exc_type_name(exc_info: object, exc_string: str) -> str:
     """`ValueError`, `mymodule.Boom`: from exc_info when the run has it, else the traceback's last line."""
     if isinstance(exc_info, tuple) and exc_info and isinstance(exc_info[0], type):
         return exc_info[0].__name__
@@ -127,8 +108,8 @@ def exc_type_name(exc_info: Any, exc_string: str) -> str:
     return ''
 
 
-def _ended_fields(job: Job, status: JobStatus | None, ended_at: datetime | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {
+def _ended_fields(job: Job, status: JobStatus | None, ended_at: datetime | None) -> dict[str, Value]:
+    fields: dict[str, Value] = {
         'started_at': utcformat(job.started_at) if job.started_at else '',
         'ended_at': utcformat(ended_at) if ended_at else '',
         'last_heartbeat': utcformat(job.last_heartbeat) if job.last_heartbeat else '',
@@ -139,15 +120,15 @@ def _ended_fields(job: Job, status: JobStatus | None, ended_at: datetime | None)
     return fields
 
 
-def _saved_again(job: Job) -> dict[str, Any]:
+def _saved_again(job: Job) -> dict[str, Value]:
     """`result` and `meta` as RQ's full job.save() writes them when a failed job is retried (unchanged)."""
     full = job_fields(job)
     return {name: full[name] for name in ('result', 'meta') if name in full}
 
 
-def _saved_with(job: Job, value: Any) -> dict[str, Any]:
+def _saved_with(job: Job, value: object) -> dict[str, Value]:
     """`result` and `meta` as RQ's full job.save() writes them on the requeue paths of Retry and Repeat."""
-    fields: dict[str, Any] = {}
+    fields: dict[str, Value] = {}
     if value is not None:
         try:
             fields['result'] = job.serializer.dumps(value)
@@ -158,8 +139,8 @@ def _saved_with(job: Job, value: Any) -> dict[str, Any]:
     return fields
 
 
-def _execution_fields(run: _Run, ended: datetime | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {'worker_name': run.worker_name}
+def _execution_fields(run: _Run, ended: datetime | None) -> dict[str, Value]:
+    fields: dict[str, Value] = {'worker_name': run.worker_name}
     if run.execution_id:
         fields['execution_id'] = run.execution_id
         if run.started_at:
@@ -184,7 +165,7 @@ def _fail_into_registry(plan: Plan, job: Job, moment: datetime) -> None:
     plan.stream_ttl = job.failure_ttl if job.failure_ttl is not None else ''
 
 
-def _succeeded(job: Job, value: Any, run: _Run, default_result_ttl: int) -> Plan:
+def _succeeded(job: Job, value: object, run: _Run, default_result_ttl: int) -> Plan:
     """Finished registry and result stream (unless result_ttl is 0), dependents; a Repeat job goes back."""
     result_ttl = job.get_result_ttl(default_result_ttl)
     plan = Plan(release_as='' if run.sync else 'finished', counter='successful_job_count')
@@ -219,7 +200,7 @@ def _retry_returned(job: Job, retry: Retry, run: _Run) -> Plan:
     """A returned Retry: run again (RETRIED) until retry.max, then failed (MAX_RETRIES_EXCEEDED)."""
     plan = Plan(counter='failed_job_count')
     execution = _execution_fields(run, job.ended_at)
-    encoded = encode_return_value(job.serializer, retry)
+    encoded = encode_return_value(job.serializer, retry) or ''  # (a Retry: never None)
     retries = job.number_of_retries or 0
     if retries and retries >= retry.max:
         plan.fields = _ended_fields(job, JobStatus.FAILED, job.ended_at)

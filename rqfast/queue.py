@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import keys, scripts
+from . import keys
 from .callbacks import execute_failure_callback, execute_success_callback
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
@@ -17,10 +17,10 @@ from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
 from .enqueueing import (
     EnqueueArgs,
     EnqueueData,
+    EnqueueRecord,
     _pipeline_for,
     _rate_limited_mode,
     _reject_duplicate_ids,
-    enqueue_record,
     store_jobs,
 )
 from .job import Job, JobStatus, Retry
@@ -29,8 +29,12 @@ from .joboptions import check_priority
 from .outcome import OutcomeKind
 from .rate_limit import RateLimit
 from .repeat import Repeat
+from .scriptrecords import EnqueueMode
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
+
+if TYPE_CHECKING:
+    from redis.client import Pipeline
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
@@ -68,14 +72,14 @@ class Queue(CreatingQueue):
         on_success: Any = None,
         on_failure: Any = None,
         on_stopped: Any = None,
-        pipeline: Any = None,
+        pipeline: Pipeline | None = None,
         unique: bool = False,
         webhooks: Sequence[Any] | None = None,
         rate_limit: RateLimit | None = None,
         capture_output: bool = False,
         priority: int | None = None,
-        debounce: Any = None,
-        throttle: Any = None,
+        debounce: object = None,
+        throttle: object = None,
     ) -> Job:
         if unique and not job_id:
             raise ValueError('unique=True requires an explicit job_id')
@@ -107,18 +111,22 @@ class Queue(CreatingQueue):
             return self._enqueue(job, None, at_front, False, check_dependencies=True, keyed=keyed)
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
-    def enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+    def enqueue_job(
+        self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
+    ) -> Job:
         """Store and enqueue a created job (deferred when a dependency is unfinished): one round trip."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=True)
 
-    def _enqueue_job(self, job: Job, pipeline: Any = None, at_front: bool = False, unique: bool = False) -> Job:
+    def _enqueue_job(
+        self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
+    ) -> Job:
         """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
         return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
 
     def _enqueue(
         self,
         job: Job,
-        pipeline: Any,
+        pipeline: Pipeline | None,
         at_front: bool,
         unique: bool,
         check_dependencies: bool,
@@ -133,16 +141,16 @@ class Queue(CreatingQueue):
         if job.timeout is None:
             job.timeout = self._default_timeout
         job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
-        mode = 'queue' if self._is_async else 'store'
+        mode: EnqueueMode = 'queue' if self._is_async else 'store'
         if job.has_rate_limit:
             self._check_rate_limit_namespace(job)
             mode = _rate_limited_mode(job, pipeline, at_front, unique, self._is_async)
-        score: int | str = ''
+        score: int | None = None
         if isinstance(keyed, Debounce):  # scheduled at now + delay, as enqueue_in does (at_front: when it moves)
             mode, score = 'schedule', keyed.score(now())
             if at_front:
                 job.enqueue_at_front = True
-        record = enqueue_record(
+        record = EnqueueRecord.for_job(
             job,
             mode,
             at_front=at_front,
@@ -174,15 +182,14 @@ class Queue(CreatingQueue):
     def _store(
         self,
         jobs: Sequence[Job],
-        records: list[list[Any]],
-        pipeline: Any = None,
+        records: Sequence[EnqueueRecord],
+        pipeline: Pipeline | None = None,
         group: str = '',
         guard: Debounce | Throttle | None = None,
     ) -> Held | None:
-        if self.signing_key is not None:
-            for job, record in zip(jobs, records, strict=True):
-                signature = sign_fields(self.signing_key, job.id, scripts.record_fields(record))
-                scripts.add_record_field(record, SIGNATURE_FIELD, signature)
+        key = self.signing_key
+        if key is not None:
+            records = [r.with_field(SIGNATURE_FIELD, sign_fields(key, r.job_id, r.fields)) for r in records]
         return store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group, guard=guard)
 
     @staticmethod
@@ -206,8 +213,8 @@ class Queue(CreatingQueue):
         repeat: Repeat | None = None,
         webhooks: Sequence[Any] | None = None,
         priority: int | None = None,
-        debounce: Any = None,
-        throttle: Any = None,
+        debounce: object = None,
+        throttle: object = None,
     ) -> EnqueueData:
         return EnqueueData(
             func,
@@ -234,14 +241,14 @@ class Queue(CreatingQueue):
         )
 
     def enqueue_many(
-        self, job_datas: Iterable[EnqueueData], pipeline: Any = None, group_id: str | None = None
+        self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None = None, group_id: str | None = None
     ) -> list[Job]:
         """Enqueue many jobs, one script call per 1,000; every job is validated before the first call.
         `group_id` only tags the jobs, as in RQ: rqfast.group.Group.enqueue_many also adds them to it."""
         return self.enqueue_batch(job_datas, pipeline, group_id, join_group=False)
 
     def enqueue_batch(
-        self, job_datas: Iterable[EnqueueData], pipeline: Any, group_id: str | None, join_group: bool
+        self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None, group_id: str | None, join_group: bool
     ) -> list[Job]:
         """enqueue_many; with `join_group`, each chunk's script call adds its jobs to group `group_id` too."""
         datas = list(job_datas)
@@ -257,11 +264,13 @@ class Queue(CreatingQueue):
         dependent_datas = [d for d in datas if d.depends_on]
         plain = [self._job_from_data(d, JobStatus.QUEUED, group_id) for d in plain_datas]
         dependent = [self._job_from_data(d, JobStatus.DEFERRED, group_id) for d in dependent_datas]
-        records = [enqueue_record(job, 'queue', at_front=d.at_front) for job, d in zip(plain, plain_datas, strict=True)]
+        records = [
+            EnqueueRecord.for_job(job, 'queue', at_front=d.at_front) for job, d in zip(plain, plain_datas, strict=True)
+        ]
         # RQ 3.0: a dependent whose dependencies are met honours at_front, and a deferred one expires after its ttl
-        mode = 'batch_rq2' if rq2_compat() else 'batch'
+        mode: EnqueueMode = 'batch_rq2' if rq2_compat() else 'batch'
         records += [
-            enqueue_record(
+            EnqueueRecord.for_job(
                 job,
                 mode,
                 at_front=bool(job.enqueue_at_front) or (d.at_front and not rq2_compat()),
@@ -301,13 +310,13 @@ class Queue(CreatingQueue):
     def enqueue_in(self, time_delta: timedelta, func: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_at(now() + time_delta, func, *args, **kwargs)
 
-    def schedule_job(self, job: Job, datetime: datetime, pipeline: Any = None, unique: bool = False) -> Job:
+    def schedule_job(self, job: Job, datetime: datetime, pipeline: Pipeline | None = None, unique: bool = False) -> Job:
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         job.origin = self.name
         job.events = self.events or job.events  # rqfast's own: Queue(events=...) (rqfast.events)
         self._check_rate_limit_namespace(job)
-        record = enqueue_record(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
+        record = EnqueueRecord.for_job(job, 'schedule', unique=unique, score=epoch_seconds(datetime))
         self._store([job], [record], pipeline=_pipeline_for(pipeline, unique, True))
         return job
 
@@ -335,6 +344,6 @@ class Queue(CreatingQueue):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
 
 
-def _keyed_fields(data: EnqueueData) -> tuple[Any, Any]:
+def _keyed_fields(data: EnqueueData) -> tuple[object, object]:
     """An EnqueueData's debounce and throttle: None, None for one made by RQ's prepare_data (no such fields)."""
     return getattr(data, 'debounce', None), getattr(data, 'throttle', None)

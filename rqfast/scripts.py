@@ -1,25 +1,26 @@
 """The Lua scripts in lua/, loaded once and called by EVALSHA (one round trip per call).
 
 Each script is one state change. A typed wrapper per script is the only Python that knows its
-ARGV order. rqfast never sends its own calls through a redis-py pipeline (registered Script objects
-make Pipeline.execute() send SCRIPT EXISTS first, an extra round trip); a caller's pipeline, passed
-as RQ's `pipeline=`, gets the call queued into it (Script.queue).
+ARGV order (a job to store is an EnqueueRecord, scriptrecords.py, which renders its own). rqfast
+never sends its own calls through a redis-py pipeline (registered Script objects make
+Pipeline.execute() send SCRIPT EXISTS first, an extra round trip); a caller's pipeline, passed as
+RQ's `pipeline=`, gets the call queued into it (Script.queue).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import keys, tracing
+from . import keys
 from .dates import epoch_seconds, now, utcformat
 from .defaults import rq2_compat
 from .exceptions import DuplicateJobError
-from .jobhash import job_fields
 from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
 from .scriptload import Script as Script
 from .scriptload import call, script
+from .scriptrecords import EnqueueRecord, Value
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
     from datetime import datetime
@@ -30,78 +31,20 @@ if TYPE_CHECKING:  # annotations only: a job horse that never runs a script impo
     from .jobspec import JobSpec
 
 
-def enqueue_record(
-    job: JobSpec,
-    mode: str,
-    at_front: bool = False,
-    unique: bool = False,
-    score: int | str = '',
-    allow_failure: bool = False,
-    check_dependencies: bool = True,
-) -> list[Any]:
-    """One job's record for enqueue_jobs.lua (whose header explains `mode`); the script sets status
-    and, unless it schedules the job, enqueued_at itself. Without check_dependencies the record
-    names no dependency, so the job is queued whatever their state (RQ's Queue._enqueue_job)."""
-    fields = job_fields(job)
-    fields.pop('status', None)
-    if tracing.ENABLED and tracing.TRACE_FIELD not in fields:  # the enqueuer's span, the parent of the job's run
-        traceparent = job._rqfast_trace = tracing.current_traceparent()
-        if traceparent:
-            fields[tracing.TRACE_FIELD] = traceparent
-    if 'priority' in fields:  # first: enqueue_jobs.lua reads a job's priority lane there
-        fields = {'priority': fields.pop('priority'), **fields}
-    if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
-        fields.pop('enqueued_at', None)
-    dependency_ids = job.depends_on_ids if check_dependencies else []
-    record: list[Any] = [
-        job.id,
-        mode,
-        int(bool(at_front)),
-        int(unique),
-        job.ttl or '',
-        score,
-        int(allow_failure),
-        len(dependency_ids),
-        *dependency_ids,
-        len(fields),
-    ]
-    for name, value in fields.items():
-        record.extend((name, value))
-    return record
-
-
-def record_fields(record: list[Any]) -> dict[str, Any]:
-    """The job hash fields an enqueue record writes."""
-    start = 9 + record[7]
-    return dict(zip(record[start::2], record[start + 1 :: 2], strict=True))
-
-
-def add_record_field(record: list[Any], name: str, value: Any) -> None:
-    """One more hash field for the record to write."""
-    record[8 + record[7]] += 1
-    record.extend((name, value))
-
-
-def record_dependencies(record: list[Any]) -> tuple[str, list[str], bool]:
-    """An enqueue record's mode, its dependency ids, and whether a failed one counts as met."""
-    mode, count = record[1], record[7]
-    return mode, list(record[8 : 8 + count]), record[6] == 1
-
-
 def enqueue_jobs(
     connection: Redis,
     queue: str,
     now_text: str,
     now_epoch: int,
-    records: list[list[Any]],
+    records: Sequence[EnqueueRecord],
     pipeline: Pipeline | None = None,
     group: str = '',
 ) -> list[str] | None:
     """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout), each added to `group`
     when one is named; a status per job (None when queued into `pipeline`)."""
-    args: list[Any] = [queue, now_text, now_epoch, group, len(records)]
+    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
     for record in records:
-        args.extend(record)
+        args += record.argv()
     statuses = call('enqueue_jobs', connection, args, pipeline)
     if statuses is None:
         return None
@@ -118,7 +61,7 @@ def enqueue_cron_job(
     queue: str,
     now_text: str,
     now_epoch: int,
-    record: list[Any],
+    record: EnqueueRecord,
     *,
     name: str,
     window: float | None,
@@ -131,7 +74,7 @@ def enqueue_cron_job(
     """Store and enqueue one cron job run (see lua/enqueue_cron_job.lua), recording its history: (the job's
     status, None), or ('refused', the history score of the run another scheduler enqueued already), which
     only a `window` (an epoch; None: enqueue unconditionally) can give."""
-    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record]
+    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv()]
     args += [name, '' if window is None else repr(window), description, ' '.join(own), repr(score)]
     args += [history_limit, history_ttl]
     reply = call('enqueue_cron_job', connection, args)
@@ -140,20 +83,20 @@ def enqueue_cron_job(
 
 
 def enqueue_debounced(
-    connection: Redis, queue: str, now_text: str, now_epoch: int, record: list[Any], key: str, key_ttl: int
+    connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, key_ttl: int
 ) -> str:
     """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
     burst held if it never started (see lua/enqueue_debounced.lua); the job's status."""
-    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record, key, key_ttl]
+    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl]
     return _text(call('enqueue_debounced', connection, args)[0])
 
 
 def enqueue_throttled(
-    connection: Redis, queue: str, now_text: str, now_epoch: int, record: list[Any], key: str, ttl_ms: int
+    connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, ttl_ms: int
 ) -> tuple[str, str, dict[bytes, bytes]]:
     """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua): (the job's status, '', {}),
     or ('throttled', the holder's id, the holder's job hash, {} when it is gone) with nothing written."""
-    args: list[Any] = [queue, now_text, now_epoch, '', 1, *record, key, ttl_ms]
+    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms]
     reply = call('enqueue_throttled', connection, args)
     status = _text(reply[0])
     if status != 'throttled':
@@ -178,7 +121,7 @@ def cancel_job(
     return None if reply is None else (int(reply[0]), by_queue(reply[1:]))
 
 
-def by_queue(flat: Sequence[Any]) -> dict[str, list[str]]:
+def by_queue(flat: Sequence[bytes | str]) -> dict[str, list[str]]:
     """A script's flat {origin, id, origin, id, ...} as RQ 3.0's map of queue name to job ids."""
     mapping: dict[str, list[str]] = {}
     for i in range(0, len(flat), 2):
@@ -186,7 +129,7 @@ def by_queue(flat: Sequence[Any]) -> dict[str, list[str]]:
     return mapping
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -217,13 +160,13 @@ def schedule_jobs(
     acquire: bool,
     move: bool,
     release: int,
-    fields: dict[str, Any],
+    fields: Mapping[str, Value],
     queues: list[str],
 ) -> tuple[list[tuple[int, int]], float | None]:
     """A scheduler tick or step (see lua/schedule_jobs.lua; release: 0, 1 locks, 2 locks and hash):
     per queue, (lock state, jobs moved); and, when moving, the earliest score left in the scheduled
     registries of the queues held (None: none, or not moving)."""
-    args: list[Any] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
+    args: list[Value] = [name, ttl, now_text, now_epoch, limit, int(acquire), int(move), release, len(fields)]
     for key, value in fields.items():
         args.extend((key, value))
     args.extend((len(queues), *queues))
@@ -250,7 +193,7 @@ def clean_registries(
     """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
     rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
     group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
-    args: list[Any] = [
+    args: list[Value] = [
         now_float,
         cutoff,
         mode,
@@ -279,24 +222,29 @@ def clean_groups(connection: Redis, names: Sequence[str], prune: bool, drop: boo
     return [name.decode() if isinstance(name, bytes) else name for name in alive], int(pruned), int(dropped)
 
 
-def _run(name: str, connection: Redis, args: Sequence[Any], pipeline: Any = None) -> Any:
+def _run(name: str, connection: Redis, args: Sequence[Value], pipeline: Pipeline | None = None) -> Any:
     return call(name, connection, args, pipeline)
 
 
 def register_dependency(
-    connection: Redis, job_id: str, origin: str, now_epoch: int, dependency_ids: Sequence[str], pipeline: Any = None
+    connection: Redis,
+    job_id: str,
+    origin: str,
+    now_epoch: int,
+    dependency_ids: Sequence[str],
+    pipeline: Pipeline | None = None,
 ) -> None:
     """The job into its deferred registry and its dependencies' dependents sets (lua/register_dependency.lua)."""
     _run('register_dependency', connection, [job_id, origin, now_epoch, len(dependency_ids), *dependency_ids], pipeline)
 
 
-def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Any = None) -> None:
+def expire_job(connection: Redis, job_id: str, ttl: int, pipeline: Pipeline | None = None) -> None:
     """EXPIRE the job hash and its two dependency sets (lua/expire_job.lua)."""
     _run('expire_job', connection, [job_id, ttl], pipeline)
 
 
 def enqueue_dependents(
-    connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Any = None
+    connection: Redis, job_id: str, status: str, now_text: str, exclude_id: str = '', pipeline: Pipeline | None = None
 ) -> dict[str, list[str]] | None:
     """Enqueue the dependents (whose dependencies are met) of a job that ended with `status`; the
     ids enqueued by queue (None when queued into `pipeline`)."""
@@ -305,7 +253,7 @@ def enqueue_dependents(
 
 
 def move_dependents_to_ready(
-    connection: Redis, job_id: str, status: str, exclude_id: str = '', pipeline: Any = None
+    connection: Redis, job_id: str, status: str, exclude_id: str = '', pipeline: Pipeline | None = None
 ) -> dict[str, list[str]] | None:
     """Move the dependents (whose dependencies are met) of a job that ended with `status` into their
     queues' ready registries (lua/move_dependents_to_ready.lua); the ids moved by queue (None when
@@ -321,17 +269,25 @@ def enqueue_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str]) ->
     return [_text(job_id) for job_id in _run('enqueue_ready_jobs', connection, [queue, now_text, now_epoch, *job_ids])]
 
 
-def register_ready_jobs(connection: Redis, queue: str, job_ids: Sequence[str], pipeline: Any = None) -> None:
+def register_ready_jobs(
+    connection: Redis, queue: str, job_ids: Sequence[str], pipeline: Pipeline | None = None
+) -> None:
     """The jobs out of the queue's deferred registry and into its ready registry, status
     ready_to_enqueue (lua/register_ready_jobs.lua)."""
     _run('register_ready_jobs', connection, [queue, epoch_seconds(now()), *job_ids], pipeline)
 
 
 def add_failed_job(
-    connection: Redis, job_id: str, queue: str, score: int, ttl: int, fields: dict[str, Any], pipeline: Any = None
+    connection: Redis,
+    job_id: str,
+    queue: str,
+    score: int,
+    ttl: int,
+    fields: Mapping[str, Value],
+    pipeline: Pipeline | None = None,
 ) -> None:
     """Save the job and add it to its failed registry at `score` (lua/add_failed_job.lua)."""
-    args: list[Any] = [job_id, queue, score, ttl, len(fields)]
+    args: list[Value] = [job_id, queue, score, ttl, len(fields)]
     for name, value in fields.items():
         args.extend((name, value))
     _run('add_failed_job', connection, args, pipeline)
@@ -348,7 +304,7 @@ def save_unique_job(
     DuplicateJobError when a job with that id exists (nothing is written).
     """
     queue = keys.queue_name_from_key(queue_key)
-    record = enqueue_record(job, 'queue' if enqueue else 'store', at_front=at_front, unique=True)
+    record = EnqueueRecord.for_job(job, 'queue' if enqueue else 'store', at_front=at_front, unique=True)
     return _stored_once(job, enqueue_jobs(connection, queue, *_now(), [record]))
 
 
@@ -363,7 +319,7 @@ def schedule_unique_job(
     queue = keys.queue_name_from_key(queue_key)
     if registry_key != keys.scheduled_registry_key(queue):
         raise ValueError(f'{registry_key!r} is not the scheduled registry of queue {queue!r}')
-    record = enqueue_record(job, 'schedule', unique=True, score=epoch_seconds(scheduled_datetime))
+    record = EnqueueRecord.for_job(job, 'schedule', unique=True, score=epoch_seconds(scheduled_datetime))
     return _stored_once(job, enqueue_jobs(connection, queue, *_now(), [record]))
 
 

@@ -6,6 +6,7 @@ rq.scripts functions).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .defaults import (
@@ -16,16 +17,18 @@ from .defaults import (
     RESULTS_MAXLEN,
 )
 from .scriptload import Packed, packed, script, spliceable
+from .scriptrecords import Plan, Value
 from .text import as_text
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
 
 def claim_job(
     connection: Redis,
     worker_name: str,
-    times: list[Any],
+    times: list[Value],
     monitoring_interval: int,
     idle_ttl: int,
     execution_id: str,
@@ -56,11 +59,11 @@ def claim_job(
 def finish_job(
     connection: Redis,
     worker_name: str,
-    times: list[Any],
+    times: list[Value],
     job_id: str,
     queue: str,
     execution_id: str,
-    plan: Any,
+    plan: Plan,
     working_time: float,
     claim_next: bool,
     monitoring_interval: int,
@@ -69,9 +72,9 @@ def finish_job(
     queues: list[str],
     fence: str = '',
     grace: int = JOB_HEARTBEAT_GRACE,
-    pipeline: Any = None,
+    pipeline: Pipeline | None = None,
 ) -> list[Any]:
-    """See lua/finish_job.lua: records `plan` (an engine.Plan), then answers as claim_job.
+    """See lua/finish_job.lua: records `plan`, then answers as claim_job.
 
     With a `fence` (a started-registry member), only while that member and the job's started status hold.
     With a caller's `pipeline`, the call is queued into it (no answer: []).
@@ -87,21 +90,23 @@ def finish_job(
 
 def _outcome_args(
     worker_name: str,
-    times: list[Any],
+    times: list[Value],
     job_id: str,
     queue: str,
     execution_id: str,
     fence: str,
-    plan: Any,
+    plan: Plan,
     working_time: float,
-) -> list[Any]:
+) -> list[Value]:
     """finish_job.lua's ARGV[2] up to its result stream fields: one outcome."""
     return [worker_name, *times, *_outcome_rest(job_id, queue, execution_id, fence, plan, working_time)]
 
 
-def _outcome_rest(job_id: str, queue: str, execution_id: str, fence: str, plan: Any, working_time: float) -> list[Any]:
+def _outcome_rest(
+    job_id: str, queue: str, execution_id: str, fence: str, plan: Plan, working_time: float
+) -> list[Value]:
     """_outcome_args after the worker name and the times: what does not depend on the call."""
-    args: list[Any] = [
+    args: list[Value] = [
         job_id,
         queue,
         execution_id,
@@ -128,7 +133,7 @@ def _outcome_rest(job_id: str, queue: str, execution_id: str, fence: str, plan: 
 
 def _claim_tail(
     claim_next: bool, monitoring_interval: int, grace: int, idle_ttl: int, execution_id: str, queues: list[str]
-) -> list[Any]:
+) -> list[Value]:
     """finish_job.lua's ARGV after the outcome: the next claim."""
     tail = [int(claim_next), monitoring_interval, grace, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD]
     tail.append(idle_ttl)
@@ -142,8 +147,8 @@ class BatchOutcome(NamedTuple):
     """One outcome's ARGV for finish_jobs, but the call's times (which go between `head` and `rest`);
     `packed`: the same two already packed (scriptload.packed), or None without hiredis."""
 
-    head: list[Any]
-    rest: list[Any]
+    head: list[Value]
+    rest: list[Value]
     packed: tuple[Packed, Packed] | None
 
 
@@ -151,7 +156,7 @@ def batch_outcome(
     job_id: str,
     queue: str,
     execution_id: str,
-    plan: Any,
+    plan: Plan,
     working_time: float,
     monitoring_interval: int,
     grace: int = JOB_HEARTBEAT_GRACE,
@@ -161,7 +166,7 @@ def batch_outcome(
     rest.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
     rest.extend((plan.event, plan.event_detail))  # (always: finish_jobs reads this outcome's span in full)
     # the outcome's own header, then finish_job.lua's ARGV from 2: count, worker name "" (times follow)
-    head = [job_id, execution_id, plan.counter, repr(float(working_time)), 1 + TIMES + len(rest), '']
+    head: list[Value] = [job_id, execution_id, plan.counter, repr(float(working_time)), 1 + TIMES + len(rest), '']
     head_packed, rest_packed = packed(head), packed(rest)
     both = None if head_packed is None or rest_packed is None else (head_packed, rest_packed)
     return BatchOutcome(head, rest, both)
@@ -170,7 +175,7 @@ def batch_outcome(
 def finish_jobs(
     connection: Redis,
     worker_name: str,
-    times: list[Any],
+    times: list[Value],
     outcomes: list[BatchOutcome],
     monitoring_interval: int,
     idle_ttl: int,
@@ -183,13 +188,13 @@ def finish_jobs(
     claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
     if len(times) != TIMES:
         raise ValueError(f'finish_jobs takes {TIMES} times, not {len(times)}')
-    args: list[Any] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
+    args: list[Value] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
     args.extend((MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD, idle_ttl, still_running, len(outcomes)))
-    claims = [len(execution_ids), *execution_ids, len(queues), *queues]
+    claims: list[Value] = [len(execution_ids), *execution_ids, len(queues), *queues]
     times_packed = packed(times)
     if times_packed is not None and all(o.packed is not None for o in outcomes) and spliceable(connection):
         # the outcomes were packed on their job threads: only the call's own arguments are packed here
-        pieces: list[Any] = [args]
+        pieces: list[list[Value] | Packed] = [args]
         for outcome in outcomes:
             assert outcome.packed is not None
             pieces.extend((outcome.packed[0], times_packed, outcome.packed[1]))
@@ -210,10 +215,10 @@ def register_worker(
     ttl: int,
     now_text: str,
     queues: list[str],
-    fields: dict[str, Any] | None = None,
+    fields: Mapping[str, Value] | None = None,
 ) -> bool:
     """Birth ("birth", with the hash fields) or death ("death"); False when the name is taken."""
-    args: list[Any] = [name, what, ttl, now_text, len(queues), *queues]
+    args: list[Value] = [name, what, ttl, now_text, len(queues), *queues]
     if fields is not None:
         args.append(len(fields))
         for key, value in fields.items():
@@ -225,7 +230,7 @@ def heartbeat(
     connection: Redis,
     name: str,
     worker_ttl: int,
-    times: list[Any],
+    times: list[Value],
     job_ttl: int,
     working_time: str,
     jobs: list[tuple[str, str, str]],
@@ -235,7 +240,7 @@ def heartbeat(
 
     Returns (whether rq:suspended is set, ids of the jobs in flight whose execution is gone: fenced off).
     """
-    args: list[Any] = [name, worker_ttl, *times, job_ttl, grace, working_time, len(jobs)]
+    args: list[Value] = [name, worker_ttl, *times, job_ttl, grace, working_time, len(jobs)]
     for job in jobs:
         args.extend(job)
     suspended, lost = script('heartbeat')(connection, args)
@@ -244,7 +249,7 @@ def heartbeat(
 
 def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:
     """Put (queue, id) pairs moved into intermediate lists back at the head of their queues."""
-    args: list[Any] = []
+    args: list[Value] = []
     for queue, job_id in moved:
         args.extend((queue, job_id))
     return int(script('return_jobs')(connection, args))

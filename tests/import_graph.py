@@ -52,7 +52,10 @@ LAYERS: list[tuple[str, list[str]]] = [
             'capture',
         ],
     ),
-    ('storage', ['jobhash', 'scriptload', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit']),
+    (
+        'storage',
+        ['jobhash', 'scriptload', 'scriptrecords', 'scripts', 'workerscripts', 'intermediate_queue', 'rate_limit'],
+    ),
     ('results', ['results', 'events']),
     (
         'job',
