@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'outcome',
             'contrib',
             'connections',
+            'cluster',
             'suspension',
             'types',
             'logutils',

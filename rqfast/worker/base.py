@@ -36,7 +36,7 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import engine, keys, scripts
+from .. import cluster, engine, keys, scripts
 from ..backoff import Backoff
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
@@ -199,8 +199,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
         polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
         if self._engine_client is None:
-            if type(self.connection).__module__.startswith('fakeredis'):
-                self._engine_client = self.connection
+            if type(self.connection).__module__.startswith('fakeredis') or cluster.is_cluster(self.connection):
+                self._engine_client = self.connection  # (a RedisCluster follows MOVED itself)
             else:
                 self._engine_client = scripts.DirectLine(self.connection)
         return self._engine_client

@@ -21,6 +21,7 @@ from redis.retry import Retry as RedisRetry
 
 from .. import keys
 from ..backoff import Backoff
+from ..cluster import node_client
 from ..command import handle_command, parse_payload
 from ..connections import pool_like
 
@@ -41,11 +42,12 @@ class CommandListener:
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
-        pool = self.connection.connection_pool
+        node = node_client(self.connection)  # on a Redis Cluster: the master of the prefix's slot (PUBLISH reaches all)
+        pool = node.connection_pool
         if not hasattr(pool, 'connection_kwargs') or type(self.connection).__module__.startswith('fakeredis'):
             return  # fakeredis: no sockets to listen on
         # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
-        client = Redis(connection_pool=pool_like(self.connection, retry=RedisRetry(NoBackoff(), 0)))
+        client = Redis(connection_pool=pool_like(node, retry=RedisRetry(NoBackoff(), 0)))
         self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         self.pubsub.subscribe(self.channel)
         self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name='rqfast-commands', daemon=True)

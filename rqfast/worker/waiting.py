@@ -18,6 +18,7 @@ from typing import Any
 from redis import Redis
 
 from .. import keys, suspension, workerscripts
+from ..cluster import node_client
 from ..text import as_text
 
 
@@ -46,9 +47,11 @@ class Waiter:
     def __init__(self, connection: Redis, queues: list[str]):
         self.connection = connection
         self.queues = queues
-        kwargs = dict(connection.connection_pool.connection_kwargs)
+        # on a Redis Cluster, the master of the prefix's slot: every queue's list is there
+        self._node: Any = node_client(connection)
+        kwargs = dict(self._node.connection_pool.connection_kwargs)
         kwargs.pop('socket_timeout', None)
-        self._pool_class = connection.connection_pool.__class__
+        self._pool_class = self._node.connection_pool.__class__
         self._kwargs = kwargs
         self._connections: list[Any] = []
         self._client_ids: list[int] = []
@@ -56,7 +59,7 @@ class Waiter:
     def _ensure_connections(self) -> None:
         if self._connections:
             return
-        connection_class = self.connection.connection_pool.connection_class
+        connection_class = self._node.connection_pool.connection_class
         for _ in self.queues:
             conn = connection_class(**self._kwargs)
             conn.connect()
@@ -117,7 +120,7 @@ class Waiter:
                 if reply is not None:
                     moved.append((self.queues[index], as_text(reply)))
         for index, conn in pending.items():
-            self.connection.client_unblock(self._client_ids[index])
+            self._node.client_unblock(self._client_ids[index])
             reply = conn.read_response()
             if reply is not None:
                 moved.append((self.queues[index], as_text(reply)))

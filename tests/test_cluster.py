@@ -1,0 +1,189 @@
+"""rqfast on a local 3-master Redis Cluster in single-slot mode (RQ_KEY_PREFIX='{rq}'; rqfast.cluster).
+
+The processes under test run in subprocesses (RQ_KEY_PREFIX is read at import) with redis-py's
+RedisCluster client; this process reads what they wrote through a cluster client of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.cluster import RedisCluster
+
+from rqfast.cluster import ClusterKeyPrefixError, check_connection, check_prefix, hash_tag, is_cluster
+from tests.cluster_fixture import local_cluster
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PREFIX = '{rq}'
+
+SHUTDOWN = """
+import sys
+from redis.cluster import RedisCluster
+from rqfast.command import send_shutdown_command
+send_shutdown_command(RedisCluster(host='127.0.0.1', port=int(sys.argv[1])), sys.argv[2])
+"""
+
+
+@pytest.fixture(scope='module')
+def cluster_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with local_cluster(tmp_path_factory.mktemp('cluster')) as ports:
+        yield ports[0]
+
+
+@pytest.fixture
+def cluster(cluster_port: int) -> Iterator[Any]:
+    client = RedisCluster(host='127.0.0.1', port=cluster_port)
+    yield client
+    client.close()
+
+
+def env_with(prefix: str) -> dict[str, str]:
+    return {**os.environ, 'RQ_KEY_PREFIX': prefix, 'PYTHONPATH': ROOT}
+
+
+def run(*args: str, prefix: str = PREFIX, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], env=env_with(prefix), capture_output=True, text=True, timeout=90, check=check
+    )
+
+
+def cli(*args: str, prefix: str = PREFIX) -> list[str]:
+    return [sys.executable, '-m', 'rqfast.cli', *args]
+
+
+def wait_for(predicate: Callable[[], object], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(0.05)
+
+
+def keys_by_node(cluster: Any) -> dict[str, list[str]]:
+    """Every key of every master, by node name."""
+    found = {}
+    for node in cluster.get_primaries():
+        found[node.name] = sorted(key.decode() for key in node.redis_connection.scan_iter(count=1000))
+    return found
+
+
+def test_hash_tag_follows_redis_rule() -> None:
+    assert hash_tag('{rq}') == 'rq'
+    assert hash_tag('app{team}x') == 'team'
+    assert hash_tag('{a}{b}') == 'a'
+    for untagged in ('rq', '{}rq', 'rq}{', '{rq', 'x}y'):
+        assert hash_tag(untagged) is None, untagged
+    with pytest.raises(ClusterKeyPrefixError, match='hash tag'):
+        check_prefix('myapp')
+    check_prefix('{rq}')
+
+
+def test_a_plain_client_is_no_cluster(redis_conn: Any, cluster: Any) -> None:
+    assert is_cluster(cluster)
+    assert not is_cluster(redis_conn)
+    check_connection(redis_conn)  # this process's prefix is rq: fine on one server...
+    with pytest.raises(ClusterKeyPrefixError):
+        check_connection(cluster)  # ...refused on a cluster
+
+
+def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
+    """250 jobs for each class (SimpleWorker, at concurrency 10 too, Worker, SpawnWorker), its four burst
+    workers at once; 20 of the jobs write to Redis from the horse or child (a client rebuilt there)."""
+    kinds = {'simple': 'qa', 'simple10': 'qb', 'worker': 'qc', 'spawn': 'qd'}
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '250', ','.join(kinds.values()), str(marks))
+    assert sum(cluster.llen(f'{PREFIX}:queue:{q}') for q in kinds.values()) == 1000
+    workers = [
+        subprocess.Popen(
+            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(cluster_port), kind, queue],
+            env=env_with(PREFIX),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for kind, queue in kinds.items()
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=90)
+        assert worker.returncode == 0, err
+    ran = {int(k): int(v) for k, v in cluster.hgetall(f'{PREFIX}:test:ran').items()}
+    assert sorted(ran) == list(range(0, 1000, 50))
+    assert set(ran.values()) == {1}
+    marked = [int(line) for line in marks.read_text().split()]
+    assert sorted(marked + list(ran)) == list(range(1000))  # every job exactly once
+    for queue in kinds.values():
+        assert cluster.llen(f'{PREFIX}:queue:{queue}') == 0
+        assert cluster.zcard(f'{PREFIX}:finished:{queue}') == 250
+        assert cluster.zcard(f'{PREFIX}:failed:{queue}') == 0
+        assert cluster.zcard(f'{PREFIX}:wip:{queue}') == 0
+    # single-slot mode: every key under the prefix, all on the master of the tag's slot
+    home = cluster.get_node_from_key(f'{PREFIX}:queues').name
+    where = {name: found for name, found in keys_by_node(cluster).items() if found}
+    assert list(where) == [home]
+    assert all(key.startswith(f'{PREFIX}:') for key in where[home])
+    assert f'{PREFIX}:job:job-999' in where[home]
+
+
+def test_cli_worker_scheduler_retry_dependency_commands_and_info(cluster_port: int, cluster: Any) -> None:
+    url = f'redis://127.0.0.1:{cluster_port}'
+    worker = subprocess.Popen(
+        cli('worker', '--cluster', '-u', url, '--name', 'wc', '--with-scheduler', 'features'),
+        env=env_with(PREFIX),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: cluster.exists(f'{PREFIX}:worker:wc'), 'the worker to register')
+        run('-m', 'tests.cluster_run', 'features', str(cluster_port))
+        done = {'retried', 'parent', 'child', 'later'}
+        finished = f'{PREFIX}:finished:features'
+        wait_for(lambda: {m.decode() for m in cluster.zrange(finished, 0, -1)} == done, 'the four jobs to finish')
+        assert cluster.get(f'{PREFIX}:test:flaky:retried') == b'2'  # failed once, then retried
+        assert cluster.zcard(f'{PREFIX}:failed:features') == 0
+        shown = run('-m', 'tests.cluster_run', 'show_workers', str(cluster_port)).stdout.split('\n')
+        assert shown[:2] == ["['wc']", 'finished']  # Worker.all(), and Job.fetch of the dependent
+        info = run('-m', 'rqfast.cli', 'info', '-u', f'{url}/?cluster=true', 'features')
+        assert 'wc' in info.stdout and '4 finished' in info.stdout, info.stdout
+        run('-c', SHUTDOWN, str(cluster_port), 'wc')  # over pub/sub, through the cluster client
+        assert worker.wait(30) == 0, worker.stderr.read() if worker.stderr else ''
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        if worker.stderr:
+            worker.stderr.close()
+    assert not cluster.sismember(f'{PREFIX}:workers', f'{PREFIX}:worker:wc')
+
+
+def test_a_prefix_without_hash_tag_is_refused_before_any_write(cluster_port: int, cluster: Any) -> None:
+    producer = run('-m', 'tests.cluster_run', 'no_hash_tag', str(cluster_port), prefix='myapp', check=False)
+    assert producer.returncode != 0
+    assert 'ClusterKeyPrefixError' in producer.stderr and "RQ_KEY_PREFIX='{rq}'" in producer.stderr
+    url = f'redis://127.0.0.1:{cluster_port}'
+    for args in (['info', '--cluster', '-u', url], ['worker', '-u', f'{url}/?cluster=true', '--burst', 'q']):
+        out = run('-m', 'rqfast.cli', *args, prefix='myapp', check=False)
+        assert out.returncode == 1, out
+        assert 'hash tag' in out.stderr
+    written = [key for found in keys_by_node(cluster).values() for key in found if key.startswith('myapp')]
+    assert written == []
+
+
+def test_cluster_url_option_must_be_a_boolean(cluster_port: int) -> None:
+    out = run('-m', 'rqfast.cli', 'info', '-u', f'redis://127.0.0.1:{cluster_port}/?cluster=maybe', check=False)
+    assert out.returncode == 1
+    assert 'cluster is a boolean' in out.stderr
+
+
+def test_module_scope_cluster_is_a_real_three_master_cluster(cluster: Any, tmp_path: Path) -> None:
+    assert len(cluster.get_primaries()) == 3
+    assert cluster.cluster_info()['cluster_state'] == 'ok'
