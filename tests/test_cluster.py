@@ -7,6 +7,7 @@ RedisCluster client; this process reads what they wrote through a cluster client
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -187,3 +188,67 @@ def test_cluster_url_option_must_be_a_boolean(cluster_port: int) -> None:
 def test_module_scope_cluster_is_a_real_three_master_cluster(cluster: Any, tmp_path: Path) -> None:
     assert len(cluster.get_primaries()) == 3
     assert cluster.cluster_info()['cluster_state'] == 'ok'
+
+
+CRON_CONFIG = """from rqfast import cron
+from tests.cluster_jobs import mark
+
+cron.register(mark, 'cronq', args=(1, {marks!r}), interval=1)
+"""
+
+
+def test_cron_scheduler_on_the_cluster(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
+    config = tmp_path / 'cluster_cron_config.py'
+    config.write_text(CRON_CONFIG.format(marks=str(tmp_path / 'marks')))
+    url = f'redis://127.0.0.1:{cluster_port}/?cluster=true'
+    proc = subprocess.Popen(
+        cli('cron', str(config), '-u', url, '-P', ROOT),
+        env=env_with(PREFIX),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        history = f'{PREFIX}:cron_job:tests.cluster_jobs.mark:jobs'
+        wait_for(lambda: cluster.zcard(history) >= 1 and proc.poll() is None, 'the cron job to be enqueued', 20)
+        assert cluster.llen(f'{PREFIX}:queue:cronq') >= 1
+        assert cluster.zcard(f'{PREFIX}:cron_schedulers') == 1
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+
+
+def test_worker_pool_on_the_cluster(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '20', 'poolq', str(marks))
+    url = f'redis://127.0.0.1:{cluster_port}'
+    out = run('-m', 'rqfast.cli', 'worker-pool', '--cluster', '-u', url, '-n', '2', '--burst', 'poolq')
+    assert cluster.zcard(f'{PREFIX}:finished:poolq') == 20, out.stderr
+    assert cluster.llen(f'{PREFIX}:queue:poolq') == 0
+    assert sorted(int(line) for line in marks.read_text().split()) == list(range(1, 20))  # (job 0 records in Redis)
+
+
+def test_every_script_call_declares_the_slot_key() -> None:
+    """KEYS[1] is what routes a call on a cluster: the direct call, and a call queued into a pipeline."""
+    from rqfast import keys
+    from rqfast.scriptload import script
+
+    sent: list[tuple[Any, ...]] = []
+
+    class Recorder:
+        watching, explicit_transaction = False, False
+        command_stack: list[Any] = []
+
+        def execute_command(self, *args: Any) -> None:
+            sent.append(args)
+
+    runner = script('heartbeat')
+    runner(Recorder(), ['x'])  # type: ignore[arg-type]
+    runner.queue(Recorder(), ['y'])  # type: ignore[arg-type]
+    assert [call[2:5] for call in sent] == [(1, keys.SLOT_KEY, keys.PREFIX)] * 2
+    assert [call[0] for call in sent] == ['EVALSHA', 'EVAL']
+    assert keys.SLOT_KEY == f'{keys.PREFIX}queues'
