@@ -137,7 +137,7 @@ def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, 
 def test_cli_worker_scheduler_retry_dependency_commands_and_info(cluster_port: int, cluster: Any) -> None:
     url = f'redis://127.0.0.1:{cluster_port}'
     worker = subprocess.Popen(
-        cli('worker', '--cluster', '-u', url, '--name', 'wc', '--with-scheduler', 'features'),
+        cli('worker', '--cluster', '-u', url, '--name', 'wc', '--with-scheduler', 'features', 'other'),
         env=env_with(PREFIX),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
