@@ -252,3 +252,31 @@ def test_every_script_call_declares_the_slot_key() -> None:
     assert [call[2:5] for call in sent] == [(1, keys.SLOT_KEY, keys.PREFIX)] * 2
     assert [call[0] for call in sent] == ['EVALSHA', 'EVAL']
     assert keys.SLOT_KEY == f'{keys.PREFIX}queues'
+
+
+def test_one_keyspace_per_queue_spreads_queues_over_the_masters(
+    cluster_port: int, cluster: Any, tmp_path: Path
+) -> None:
+    """Sharding by deployment, today: a queue served under a prefix of its own (`{rq:<queue>}`) is a
+    keyspace on the master of its tag, so three such queues use the three masters."""
+    chosen: dict[str, str] = {}  # master -> queue: the first names whose tags land on each master
+    for number in range(200):
+        name = f'shard{number}'
+        chosen.setdefault(cluster.get_node_from_key(f'{{rq:{name}}}:queues').name, name)
+        if len(chosen) == 3:
+            break
+    assert len(chosen) == 3
+    marks = tmp_path / 'marks'
+    for queue in chosen.values():
+        shard = f'{{rq:{queue}}}'
+        run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '30', queue, str(marks), prefix=shard)
+        run('-m', 'tests.cluster_run', 'burst', str(cluster_port), 'simple', queue, prefix=shard)
+    by_node = keys_by_node(cluster)
+    for node, queue in chosen.items():
+        assert f'{{rq:{queue}}}:finished:{queue}' in by_node[node]
+        assert cluster.zcard(f'{{rq:{queue}}}:finished:{queue}') == 30
+        assert all(
+            not key.startswith(f'{{rq:{queue}}}') for other in by_node if other != node for key in by_node[other]
+        )
+    # each keyspace numbers its jobs from 0: 1..29 marked in a file by each of the three, 0 recorded in Redis
+    assert sorted(int(line) for line in marks.read_text().split()) == sorted(list(range(1, 30)) * 3)
