@@ -23,9 +23,12 @@ class ClusterKeyPrefixError(ValueError):
 
 
 def is_cluster(connection: Any) -> bool:
-    """True for a redis-py RedisCluster (or a subclass); redis.cluster is not imported to find out."""
+    """True for a redis-py RedisCluster (or a subclass); redis.cluster is not imported to find out.
+
+    By type(), not isinstance(): a horse's LazyClient would build its client to answer isinstance().
+    """
     module = sys.modules.get('redis.cluster')
-    return module is not None and isinstance(connection, module.RedisCluster)
+    return module is not None and issubclass(type(connection), module.RedisCluster)
 
 
 def hash_tag(prefix: str) -> str | None:

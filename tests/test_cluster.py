@@ -280,3 +280,14 @@ def test_one_keyspace_per_queue_spreads_queues_over_the_masters(
         )
     # each keyspace numbers its jobs from 0: 1..29 marked in a file by each of the three, 0 recorded in Redis
     assert sorted(int(line) for line in marks.read_text().split()) == sorted(list(range(1, 30)) * 3)
+
+
+def test_checking_a_horses_lazy_client_does_not_build_it() -> None:
+    """A horse's Job gets a LazyClient that becomes a client when first used: the cluster check must
+    not be that use (most jobs never touch Redis, and their horse builds no pool)."""
+    from rqfast.horse import LazyClient
+
+    lazy = LazyClient(b'not a recipe')
+    check_connection(lazy)
+    assert not is_cluster(lazy)
+    assert '_recipe' in lazy.__dict__  # still lazy
