@@ -75,13 +75,18 @@ def burst(port: int, kind: str, queue: str) -> None:
 
 
 def features(port: int) -> None:
-    """A retried job, a dependency and a scheduled job, enqueued for a worker started later."""
+    """A retried job, a dependency, a scheduled job, jobs enqueued in pipelines and by enqueue_many."""
     conn = connect(port)
     queue = Queue('features', connection=conn)
     queue.enqueue(FLAKY, 'retried', job_id='retried', retry=Retry(max=1))
     parent = queue.enqueue(RECORD, 5001, job_id='parent')
     queue.enqueue(RECORD, 5002, job_id='child', depends_on=parent)
     queue.enqueue_in(timedelta(seconds=1), RECORD, 5003, job_id='later')
+    for transaction in (True, False):  # a caller's ClusterPipeline, transactional or not
+        with conn.pipeline(transaction=transaction) as pipe:
+            queue.enqueue(RECORD, 5004 + transaction, job_id=f'piped-{transaction}', pipeline=pipe)
+            pipe.execute()
+    queue.enqueue_many([Queue.prepare_data(RECORD, (5006,), job_id='many')])
 
 
 def show_workers(port: int) -> None:

@@ -146,15 +146,15 @@ def test_cli_worker_scheduler_retry_dependency_commands_and_info(cluster_port: i
     try:
         wait_for(lambda: cluster.exists(f'{PREFIX}:worker:wc'), 'the worker to register')
         run('-m', 'tests.cluster_run', 'features', str(cluster_port))
-        done = {'retried', 'parent', 'child', 'later'}
+        done = {'retried', 'parent', 'child', 'later', 'piped-True', 'piped-False', 'many'}
         finished = f'{PREFIX}:finished:features'
-        wait_for(lambda: {m.decode() for m in cluster.zrange(finished, 0, -1)} == done, 'the four jobs to finish')
+        wait_for(lambda: {m.decode() for m in cluster.zrange(finished, 0, -1)} == done, 'the seven jobs to finish')
         assert cluster.get(f'{PREFIX}:test:flaky:retried') == b'2'  # failed once, then retried
         assert cluster.zcard(f'{PREFIX}:failed:features') == 0
         shown = run('-m', 'tests.cluster_run', 'show_workers', str(cluster_port)).stdout.split('\n')
         assert shown[:2] == ["['wc']", 'finished']  # Worker.all(), and Job.fetch of the dependent
         info = run('-m', 'rqfast.cli', 'info', '-u', f'{url}/?cluster=true', 'features')
-        assert 'wc' in info.stdout and '4 finished' in info.stdout, info.stdout
+        assert 'wc' in info.stdout and '7 finished' in info.stdout, info.stdout
         run('-c', SHUTDOWN, str(cluster_port), 'wc')  # over pub/sub, through the cluster client
         assert worker.wait(30) == 0, worker.stderr.read() if worker.stderr else ''
     finally:
