@@ -301,3 +301,11 @@ def test_sharding_by_queue_is_refused_at_import_until_built(sharding: str) -> No
     assert 'sharding by queue is not built yet' in out.stderr and "RQ_KEY_PREFIX='{rq:<queue>}'" in out.stderr
     ok = subprocess.run([sys.executable, '-c', 'import rqfast'], env={**env, 'RQFAST_SHARDING': 'none'})
     assert ok.returncode == 0
+
+
+def test_cluster_flag_on_a_server_that_is_no_cluster_is_one_error_line(redis_url: str) -> None:
+    for command in (['info'], ['worker', '--burst', 'q']):
+        out = run('-m', 'rqfast.cli', *command, '--cluster', '-u', redis_url, check=False)
+        assert out.returncode == 1
+        assert out.stderr.startswith('Error: cannot connect to a Redis Cluster through 127.0.0.1:'), out.stderr
+        assert 'Traceback' not in out.stderr

@@ -71,7 +71,13 @@ def client_from_url(url: str, connection_class: type[redis.Redis]) -> redis.Redi
     from ..cluster import check_prefix
 
     check_prefix()  # before the client connects
-    client: Any = RedisCluster.from_url(url)  # (not a redis.Redis, but it answers the same commands)
+    from redis.exceptions import RedisClusterException
+
+    try:
+        client: Any = RedisCluster.from_url(url)  # (not a redis.Redis, but it answers the same commands)
+    except (RedisClusterException, redis.RedisError) as exc:  # it connects at once: a node down, or no cluster
+        where = f'{parts.hostname}:{parts.port or 6379}'
+        raise CliError(f'cannot connect to a Redis Cluster through {where}: {exc}') from exc
     return client  # type: ignore[no-any-return]
 
 
