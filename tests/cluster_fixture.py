@@ -2,7 +2,7 @@
 
 `local_cluster(workdir)` starts three `redis-server --cluster-enabled yes` processes, joins them with
 `redis-cli --cluster create`, waits for `cluster_state:ok` on every node, and kills them at the end.
-Run it alone to keep one up by hand: `python -m tests.cluster_fixture` (prints the nodes' URL).
+Run it alone to keep one up by hand: `python -m tests.cluster_fixture [--replicas 1]` (prints the nodes' URL).
 """
 
 from __future__ import annotations
@@ -78,15 +78,16 @@ def _node(workdir: Path, port: int) -> Iterator[None]:
 
 
 @contextmanager
-def local_cluster(workdir: Path, masters: int = 3) -> Iterator[list[int]]:
-    """The ports of a ready `masters`-master cluster, running until the block ends."""
+def local_cluster(workdir: Path, masters: int = 3, replicas: int = 0) -> Iterator[list[int]]:
+    """The ports of a ready `masters`-master cluster (`replicas` replicas of each), running until the
+    block ends: the masters' first (as `redis-cli --cluster create` assigns them), then the replicas'."""
     cli = shutil.which('redis-cli')
     if cli is None:
         raise RuntimeError('redis-cli is not on PATH (apt-get install -y redis-tools)')
     workdir.mkdir(parents=True, exist_ok=True)
     ports: list[int] = []
     with ExitStack() as stack:
-        while len(ports) < masters:
+        while len(ports) < masters * (1 + replicas):
             port = free_port()
             # a cluster node also listens on port + 10000 (the cluster bus): that one must be free too
             if port in ports or port + 10000 > 65535 or not _bus_free(port + 10000):
@@ -94,17 +95,35 @@ def local_cluster(workdir: Path, masters: int = 3) -> Iterator[list[int]]:
             stack.enter_context(_node(workdir, port))
             ports.append(port)
         subprocess.run(
-            [cli, '--cluster', 'create', *(f'127.0.0.1:{port}' for port in ports), '--cluster-yes'],
+            [
+                cli,
+                '--cluster',
+                'create',
+                *(f'127.0.0.1:{port}' for port in ports),
+                '--cluster-replicas',
+                str(replicas),
+                '--cluster-yes',
+            ],
             check=True,
             capture_output=True,
             timeout=60,
         )
         deadline = time.monotonic() + 30
-        while not all(_cluster_ok(port) for port in ports):
+        while not all(_cluster_ok(port) for port in ports) or not all(_in_sync(port, replicas) for port in ports):
             if time.monotonic() > deadline:
-                raise RuntimeError('the local cluster did not reach cluster_state:ok in 30 s')
+                raise RuntimeError('the local cluster did not reach cluster_state:ok (replicas in sync) in 30 s')
             time.sleep(0.1)
         yield ports
+
+
+def _in_sync(port: int, replicas: int) -> bool:
+    """A master has its `replicas` replicas connected; a replica its link to the master up."""
+    import redis
+
+    info = redis.Redis(port=port, socket_timeout=1).info('replication')
+    if info.get('role') == 'master':
+        return int(info.get('connected_slaves', 0)) >= replicas
+    return info.get('master_link_status') == 'up'
 
 
 def _bus_free(port: int) -> bool:
@@ -119,9 +138,11 @@ def _bus_free(port: int) -> bool:
 
 
 if __name__ == '__main__':
+    import sys
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp, local_cluster(Path(tmp)) as found:
+    replicas = int(sys.argv[sys.argv.index('--replicas') + 1]) if '--replicas' in sys.argv else 0
+    with tempfile.TemporaryDirectory() as tmp, local_cluster(Path(tmp), replicas=replicas) as found:
         print(f'redis://127.0.0.1:{found[0]}/?cluster=true  (nodes: {found}); Ctrl-C stops it', flush=True)
         try:
             while True:

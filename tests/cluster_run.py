@@ -52,13 +52,14 @@ def connect(port: int) -> Any:
     return RedisCluster(host='127.0.0.1', port=port)
 
 
-def enqueue(port: int, queues: list[str], per_queue: int, marks: str) -> None:
+def enqueue(port: int, queues: list[str], per_queue: int, marks: str, first: int = 0) -> None:
     """`per_queue` jobs on each queue: one in 50 records its run in Redis through its own connection,
-    the others append to the file `marks` (tests.cluster_jobs: a spawned child imports no redis-py)."""
+    the others append to the file `marks` (tests.cluster_jobs: a spawned child imports no redis-py).
+    Job ids and indexes are `job-<n>` from `first` on."""
     conn = connect(port)
     for queue_index, name in enumerate(queues):
         queue = Queue(name, connection=conn)
-        base = queue_index * per_queue
+        base = first + queue_index * per_queue
         for index in range(base, base + per_queue):
             if index % 50 == 0:
                 queue.enqueue(RECORD, index, job_id=f'job-{index}')
@@ -105,7 +106,7 @@ def no_hash_tag(port: int) -> None:
 if __name__ == '__main__':
     what, port = sys.argv[1], int(sys.argv[2])
     if what == 'enqueue':
-        enqueue(port, sys.argv[4].split(','), int(sys.argv[3]), sys.argv[5])
+        enqueue(port, sys.argv[4].split(','), int(sys.argv[3]), sys.argv[5], *map(int, sys.argv[6:7]))
     elif what == 'burst':
         burst(port, sys.argv[3], sys.argv[4])
     else:
