@@ -138,12 +138,14 @@ def _bus_free(port: int) -> bool:
 
 
 if __name__ == '__main__':
+    import signal
     import sys
     import tempfile
 
     replicas = int(sys.argv[sys.argv.index('--replicas') + 1]) if '--replicas' in sys.argv else 0
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> tears the nodes down too
     with tempfile.TemporaryDirectory() as tmp, local_cluster(Path(tmp), replicas=replicas) as found:
-        print(f'redis://127.0.0.1:{found[0]}/?cluster=true  (nodes: {found}); Ctrl-C stops it', flush=True)
+        print(f'redis://127.0.0.1:{found[0]}/?cluster=true  (nodes: {found}); Ctrl-C or kill stops it', flush=True)
         try:
             while True:
                 time.sleep(3600)

@@ -57,7 +57,7 @@ def run(*args: str, prefix: str = PREFIX, check: bool = True) -> subprocess.Comp
     )
 
 
-def cli(*args: str, prefix: str = PREFIX) -> list[str]:
+def cli(*args: str) -> list[str]:
     return [sys.executable, '-m', 'rqfast.cli', *args]
 
 
@@ -185,7 +185,7 @@ def test_cluster_url_option_must_be_a_boolean(cluster_port: int) -> None:
     assert 'cluster is a boolean' in out.stderr
 
 
-def test_module_scope_cluster_is_a_real_three_master_cluster(cluster: Any, tmp_path: Path) -> None:
+def test_module_scope_cluster_is_a_real_three_master_cluster(cluster: Any) -> None:
     assert len(cluster.get_primaries()) == 3
     assert cluster.cluster_info()['cluster_state'] == 'ok'
 
