@@ -21,6 +21,8 @@ WORKERS: dict[str, tuple[Any, int]] = {
     'simple10': (SimpleWorker, 10),
     'worker': (Worker, 1),
     'spawn': (SpawnWorker, 1),
+    'worker4': (Worker, 4),
+    'spawn2': (SpawnWorker, 2),
 }
 
 

@@ -134,6 +134,30 @@ def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, 
     assert f'{PREFIX}:job:job-999' in where[home]
 
 
+def test_forking_and_spawning_workers_at_concurrency_above_one(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
+    kinds = {'worker4': 'qe', 'spawn2': 'qf'}
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '50', ','.join(kinds.values()), str(marks), '2000')
+    workers = [
+        subprocess.Popen(
+            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(cluster_port), kind, queue],
+            env=env_with(PREFIX),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for kind, queue in kinds.items()
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=90)
+        assert worker.returncode == 0, err
+    for queue in kinds.values():
+        assert cluster.zcard(f'{PREFIX}:finished:{queue}') == 50
+    recorded = {int(k) for k in cluster.hgetall(f'{PREFIX}:test:ran')} & set(range(2000, 2100))
+    marked = [int(line) for line in marks.read_text().split()]
+    assert sorted(marked + sorted(recorded)) == list(range(2000, 2100))  # each once; 2000 and 2050 in Redis
+
+
 def test_cli_worker_scheduler_retry_dependency_commands_and_info(cluster_port: int, cluster: Any) -> None:
     url = f'redis://127.0.0.1:{cluster_port}'
     worker = subprocess.Popen(
