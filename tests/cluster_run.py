@@ -100,6 +100,20 @@ def show_workers(port: int) -> None:
     print(job.get_status().value if job is not None else None)
 
 
+def maintenance(port: int) -> None:
+    """A job kept one second, then a maintenance pass (its one script call): prints how many expired."""
+    import time
+
+    from rqfast.maintenance import clean_registries
+
+    conn = connect(port)
+    queue = Queue('maint', connection=conn)
+    queue.enqueue(MARK, 1, '/dev/null', result_ttl=1)
+    SimpleWorker([queue], connection=conn).work(burst=True, logging_level='WARNING')
+    time.sleep(1.1)
+    print(clean_registries(conn, ['maint']).finished_expired)
+
+
 def no_hash_tag(port: int) -> None:
     """Queue() refuses the cluster connection under a prefix without a hash tag."""
     Queue('q', connection=connect(port)).enqueue(RECORD, 1)
@@ -112,4 +126,5 @@ if __name__ == '__main__':
     elif what == 'burst':
         burst(port, sys.argv[3], sys.argv[4])
     else:
-        {'features': features, 'show_workers': show_workers, 'no_hash_tag': no_hash_tag}[what](port)
+        scenarios = {'features': features, 'show_workers': show_workers, 'maintenance': maintenance}
+        {**scenarios, 'no_hash_tag': no_hash_tag}[what](port)

@@ -190,6 +190,12 @@ def test_cli_worker_scheduler_retry_dependency_commands_and_info(cluster_port: i
     assert not cluster.sismember(f'{PREFIX}:workers', f'{PREFIX}:worker:wc')
 
 
+def test_maintenance_pass_on_the_cluster(cluster_port: int, cluster: Any) -> None:
+    out = run('-m', 'tests.cluster_run', 'maintenance', str(cluster_port))
+    assert out.stdout.split() == ['1']  # the finished job whose result_ttl ran out
+    assert cluster.zcard(f'{PREFIX}:finished:maint') == 0
+
+
 def test_a_prefix_without_hash_tag_is_refused_before_any_write(cluster_port: int, cluster: Any) -> None:
     producer = run('-m', 'tests.cluster_run', 'no_hash_tag', str(cluster_port), prefix='myapp', check=False)
     assert producer.returncode != 0
