@@ -2,6 +2,8 @@
 -- RQ 2.12's key names, built from the prefix the caller passes as ARGV[1] (RQ's is "rq" and a
 -- colon); the writes scripts share are in the other lua/_*.lua files. Numbers (TTLs, limits) come in as
 -- arguments from rqfast/defaults.py; none is written here. rqfast/keys.py is the Python twin of the key table.
+-- KEYS[1] is always the prefix's `queues` key (rqfast.keys.SLOT_KEY), declared only so that a Redis
+-- Cluster routes the call to the slot of the prefix's hash tag (every key below shares it).
 local PREFIX = ARGV[1]
 local K = {
   queues = PREFIX .. 'queues',

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from .cluster import is_cluster
+
 if TYPE_CHECKING:  # redis-py is imported where a connection is used: a horse imports this module without it
     from redis import Connection as RedisConnection
     from redis import Redis
@@ -24,6 +26,8 @@ REDIS_RUNTIME_CONNECTION_KWARGS = (
     'orig_host_address',
     'orig_socket_timeout',
     'orig_socket_connect_timeout',
+    'oss_cluster_maint_notifications_handler',
+    'redis_connect_func',  # (a RedisCluster's bound on_connect: the rebuilt cluster client sets its own)
 )
 
 # fakeredis's answer to INFO it does not implement, as RQ's
@@ -97,6 +101,8 @@ def pool_like(connection: Redis, **overrides: Any) -> Any:
 
 def parse_connection(connection: Redis) -> tuple[type[Redis], type[RedisConnection], dict[str, Any]]:
     """(client class, pool connection class, pool kwargs): what rebuilds the connection elsewhere."""
+    if is_cluster(connection):  # no pool: (class, None, {'cluster': cluster_recipe()}), for rqfast's worker pool
+        return type(connection), None, {'cluster': cluster_recipe(connection)}  # type: ignore[return-value]
     pool_class: type[RedisConnection] = connection.connection_pool.connection_class
     return type(connection), pool_class, get_connection_kwargs(connection)
 
@@ -123,8 +129,10 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
     """How to build a client like `connection` on a pool of its own (RQ's parse_connection), in a horse.
 
     None when it cannot be rebuilt (an exotic pool); `picklable`: as bytes, for a spawned child, so
-    that reading its settings does not import redis-py.
+    that reading its settings does not import redis-py. A RedisCluster: cluster_recipe().
     """
+    if is_cluster(connection):
+        return cluster_recipe(connection, picklable)
     pool = connection.connection_pool
     kwargs = {
         key: value
@@ -144,11 +152,50 @@ def build_client(recipe: tuple[Any, ...] | bytes, client: Any = None) -> Any:
     client_class, pool_class, connection_class, kwargs, sentinel = (
         pickle.loads(recipe) if isinstance(recipe, bytes) else recipe
     )
+    if pool_class is None:  # a cluster_recipe(): `sentinel` holds the startup nodes and the client's options
+        return _build_cluster(client_class, kwargs, sentinel, client)
     pool = build_pool(pool_class, connection_class, kwargs, sentinel)
     if client is None:
         return client_class(connection_pool=pool)
     _set_class(client, client_class)
     client_class.__init__(client, connection_pool=pool)
+    return client
+
+
+def cluster_recipe(connection: Any, picklable: bool = False) -> tuple[Any, ...] | bytes | None:
+    """client_recipe() of a RedisCluster: its class, its nodes' connection kwargs, and the addresses of
+    the nodes it knows (any one of them bootstraps the rebuilt client); None when they do not pickle."""
+    manager = connection.nodes_manager
+    kwargs = {
+        key: value
+        for key, value in manager.connection_kwargs.items()
+        if key not in REDIS_RUNTIME_CONNECTION_KWARGS and key != 'connection_pool' and type(value) is not object
+    }
+    nodes = [(node.host, node.port) for node in manager.nodes_cache.values()] or [
+        (node.host, node.port) for node in manager.startup_nodes.values()
+    ]
+    options = {'require_full_coverage': manager._require_full_coverage}
+    if connection.user_on_connect_func is not None:
+        kwargs['redis_connect_func'] = connection.user_on_connect_func
+    recipe = (type(connection), None, None, kwargs, (nodes, options))
+    try:
+        data = pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL)  # (building one would connect)
+    except Exception:
+        return None
+    return data if picklable else recipe
+
+
+def _build_cluster(client_class: Any, kwargs: dict[str, Any], found: Any, client: Any) -> Any:
+    from redis.cluster import ClusterNode as Node
+
+    node: Any = Node  # (untyped in redis-py)
+
+    addresses, options = found
+    arguments = {**kwargs, **options, 'startup_nodes': [node(host, port) for host, port in addresses]}
+    if client is None:
+        return client_class(**arguments)
+    _set_class(client, client_class)
+    client_class.__init__(client, **arguments)
     return client
 
 

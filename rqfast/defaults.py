@@ -41,6 +41,16 @@ _KEY_PREFIX_CHARS = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
     raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
 
+# Redis Cluster (docs/connections.md): RQFAST_SHARDING=queue, one keyspace per queue, is not built yet;
+# refused at import rather than run as one slot (a layout a sharded rqfast would not read).
+RQFAST_SHARDING = os.environ.get('RQFAST_SHARDING', '').strip().lower()
+if RQFAST_SHARDING not in ('', 'none'):
+    raise ValueError(
+        f'RQFAST_SHARDING={RQFAST_SHARDING!r}: only unset (or "none") is supported; sharding by queue is not '
+        "built yet: run each queue's processes under a prefix of its own, RQ_KEY_PREFIX='{rq:<queue>}' "
+        '(docs/connections.md, Redis Cluster)'
+    )
+
 # --- which RQ release's behaviour to follow where RQ 2.12 and RQ 3.0 differ
 
 # RQ 3.0 by default (it is what `pip install rq` gives); RQ 2.12's with RQFAST_COMPAT=2.12 in the

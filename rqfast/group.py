@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from uuid import uuid4
 
 from . import keys, scripts
+from .cluster import check_connection
 from .exceptions import NoSuchGroupError
 from .job import Job
 from .maintenance import group_lock_ttl
@@ -36,6 +37,7 @@ class Group:
 
     def __init__(self, connection: Redis, name: str | None = None) -> None:
         self.name = name if name else uuid4().hex
+        check_connection(connection)
         self.connection = connection
         self.key = self.get_key(self.name)
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys
+from .cluster import check_connection
 from .dates import now
 from .defaults import CALLBACK_TIMEOUT
 from .exceptions import DeserializationError
@@ -93,6 +94,7 @@ class JobSpec(JobRecord):
             raise TypeError("Job.__init__() missing 1 required argument: 'connection'")
         if id:
             validate_job_id(id)
+        check_connection(connection)  # a Redis Cluster needs a hash-tagged RQ_KEY_PREFIX (rqfast.cluster)
         self.connection = connection
         self._id = id
         self.serializer = resolve_serializer(serializer)

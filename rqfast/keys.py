@@ -16,6 +16,9 @@ from rqfast.defaults import RQ_KEY_PREFIX
 PREFIX = RQ_KEY_PREFIX + ':'  # 'rq:' unless RQ_KEY_PREFIX is set (RQ 3.0's setting), as in every name below
 
 QUEUES = f'{PREFIX}queues'  # set of queue keys
+# The one key every script call declares (KEYS[1]; the scripts build their other keys from the prefix):
+# on a Redis Cluster it routes the call to the slot of the prefix's hash tag (rqfast.cluster).
+SLOT_KEY = QUEUES
 WORKERS = f'{PREFIX}workers'  # set of worker keys
 SUSPENDED = f'{PREFIX}suspended'
 PAUSED_QUEUES = f'{PREFIX}paused-queues'  # rqfast's own: set of the names of paused queues (Queue.pause())

@@ -11,6 +11,7 @@ from functools import total_ordering
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys, registry, scripts, security, suspension
+from .cluster import check_connection
 from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL, rq2_compat
 from .events import events_cap
 from .exceptions import DequeueTimeout, NoSuchJobError
@@ -89,6 +90,7 @@ class BaseQueue:
     ):
         if not connection:
             raise TypeError("Queue() missing 1 required positional argument: 'connection'")
+        check_connection(connection)  # a Redis Cluster needs a hash-tagged RQ_KEY_PREFIX (rqfast.cluster)
         self.connection = connection
         self.name = name
         self._key = keys.queue_key(name)

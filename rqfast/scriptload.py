@@ -71,7 +71,7 @@ class Script:
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
         try:
-            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
         except Exception as exc:
             from redis.exceptions import NoScriptError
 
@@ -79,12 +79,12 @@ class Script:
                 _explain_no_lua(exc)
                 raise
             client.script_load(self.source)
-            return client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
 
     def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         """__call__ with the arguments in pieces: lists of them, and runs of them packed already
         (packed()); on a connection that splices (spliceable())."""
-        head = ('EVALSHA', self.sha, 0, keys.PREFIX)
+        head = ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX)
         try:
             return connection.execute_spliced([head, *pieces])
         except Exception as exc:
@@ -108,18 +108,19 @@ class Script:
         MULTI nothing runs in between; in a non-transactional one (not atomic anyway) only another
         client's SCRIPT FLUSH in between could take the script away.
         """
-        if pipeline.watching and not pipeline.explicit_transaction:
+        if getattr(pipeline, 'watching', False) and not pipeline.explicit_transaction:
             pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
-        stack = pipeline.command_stack
+        strategy: Any = getattr(pipeline, '_execution_strategy', None)  # a ClusterPipeline batches in there
+        stack = strategy.command_queue if strategy is not None else pipeline.command_stack
         batch, sent = _sent_in_batch.get(pipeline, (None, set()))
         if batch is not stack:  # execute() and reset() start a new command_stack: a new batch
             sent = set()
             _sent_in_batch[pipeline] = (stack, sent)
         client: Any = pipeline  # redis-py leaves execute_command untyped
         if self.sha in sent:
-            client.execute_command('EVALSHA', self.sha, 0, keys.PREFIX, *args)
+            client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
         else:
-            client.execute_command('EVAL', self.source, 0, keys.PREFIX, *args)
+            client.execute_command('EVAL', self.source, 1, keys.SLOT_KEY, keys.PREFIX, *args)
             sent.add(self.sha)
 
 

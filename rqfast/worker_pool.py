@@ -27,7 +27,7 @@ from uuid import uuid4
 
 from redis import ConnectionPool, Redis
 
-from .connections import parse_connection
+from .connections import build_client, parse_connection
 from .defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from .job import Job
 from .logutils import setup_loghandlers
@@ -252,9 +252,12 @@ def run_worker(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    connection = connection_class(
-        connection_pool=ConnectionPool(connection_class=connection_pool_class, **connection_pool_kwargs)
-    )
+    if connection_pool_class is None:  # a RedisCluster (connections.parse_connection)
+        connection = build_client(connection_pool_kwargs['cluster'])
+    else:
+        connection = connection_class(
+            connection_pool=ConnectionPool(connection_class=connection_pool_class, **connection_pool_kwargs)
+        )
     queues = [queue_class(name, connection=connection, serializer=serializer) for name in queue_names]
     worker = worker_class(
         queues,

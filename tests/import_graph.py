@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'outcome',
             'contrib',
             'connections',
+            'cluster',
             'suspension',
             'types',
             'logutils',
@@ -94,6 +95,7 @@ _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.connections', 'redis.exceptions'): (1, _CHILD + 'imports connections without redis-py'),
     ('rqfast.connections', 'redis.sentinel'): (1, 'only a Sentinel-managed pool needs it'),
+    ('rqfast.connections', 'redis.cluster'): (1, _CHILD + 'imports redis.cluster only to rebuild a RedisCluster'),
     ('rqfast.dates', 'calendar'): (2, _CHILD + 'need not import calendar (and locale)'),
     ('rqfast.execution', 'rqfast.capture'): (2, 'start-up cost: only a job run with capture_output=True'),
     ('rqfast.execution', 'traceback'): (2, _CHILD + 'whose job succeeds never imports it'),

@@ -32,7 +32,7 @@ from ..serializers import Serializer, resolve_serializer
 from ..worker import BaseWorker
 from .classes import rqfast_name
 from .errors import CliError
-from .settings import describe, read_settings, redis_from_settings
+from .settings import client_from_url, cluster_option, describe, read_settings, redis_from_settings
 
 F = TypeVar('F', bound=Callable[..., Any])
 T = TypeVar('T')
@@ -82,7 +82,7 @@ class CliConfig:
         """A client for --url, else the --config module's settings, else the environment's (not yet connected)."""
         if self._connection is None:
             if self.url:
-                self._connection = self.connection_class.from_url(self.url)
+                self._connection = client_from_url(self.url, self.connection_class)
             else:
                 settings = read_settings(self.config) if self.config else os.environ
                 self._connection = redis_from_settings(settings, self.connection_class)
@@ -95,6 +95,7 @@ class CliConfig:
 
 
 shared_options = [
+    cluster_option,
     click.option(
         '--url', '-u', envvar=['RQFAST_REDIS_URL', 'RQ_REDIS_URL'], help='URL describing Redis connection details.'
     ),

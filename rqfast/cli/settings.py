@@ -12,11 +12,15 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 from redis.sentinel import Sentinel
 
+from ..cluster import check_prefix
 from ..defaults import set_compat
 from .errors import CliError
 
@@ -33,9 +37,50 @@ def _stacked(options: list[Callable[[Any], Any]], func: F) -> F:
     return func
 
 
+def _remember_cluster(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta['rqfast.cluster'] = True
+    return value
+
+
+# --cluster: the URL names a node of a Redis Cluster (rqfast.cluster; every command takes it)
+cluster_option = click.option(
+    '--cluster',
+    is_flag=True,
+    envvar='RQFAST_CLUSTER',
+    expose_value=False,
+    callback=_remember_cluster,
+    help="The URL is a Redis Cluster node's (as is one with the cluster=true option): use a RedisCluster client.",
+)
+
+
+def client_from_url(url: str, connection_class: type[redis.Redis]) -> redis.Redis:
+    """`connection_class.from_url(url)`; a RedisCluster when the URL says cluster=true or --cluster was given."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    said = [value.lower() for name, value in query if name == 'cluster']
+    context = click.get_current_context(silent=True)
+    flagged = context is not None and context.find_root().meta.get('rqfast.cluster', False)
+    if not said and not flagged:
+        return connection_class.from_url(url)
+    if said and said[-1] not in _TRUE | _FALSE:
+        raise ValueError(f'the URL option cluster is a boolean (true or false), not {said[-1]!r}')
+    url = urlunsplit(parts._replace(query=urlencode([(n, v) for n, v in query if n != 'cluster'])))
+    if not flagged and said[-1] in _FALSE:
+        return connection_class.from_url(url)
+    check_prefix()  # before the client connects
+    try:
+        client: Any = RedisCluster.from_url(url)  # (not a redis.Redis, but it answers the same commands)
+    except (RedisClusterException, redis.RedisError) as exc:  # it connects at once: a node down, or no cluster
+        where = f'{parts.hostname}:{parts.port or 6379}'
+        raise CliError(f'cannot connect to a Redis Cluster through {where}: {exc}') from exc
+    return client  # type: ignore[no-any-return]
+
+
 def redis_options(func: F) -> F:
     """The options every command shares with `rq`: where Redis is and where the code is."""
     options = [
+        cluster_option,
         click.option(
             '--url',
             '-u',
@@ -118,7 +163,7 @@ def connect(
     """A client for --url, else the settings module, else the environment; pinged, so a bad one fails now."""
     try:
         if url:
-            connection = connection_class.from_url(url)
+            connection = client_from_url(url, connection_class)
         else:
             connection = redis_from_settings(settings if config else os.environ, connection_class)
     except (ValueError, TypeError) as exc:
@@ -135,7 +180,7 @@ def redis_from_settings(
 ) -> redis.Redis:
     """RQ's get_redis_from_config: REDIS_URL, else SENTINEL, else REDIS_HOST and friends."""
     if settings.get('REDIS_URL'):
-        return connection_class.from_url(settings['REDIS_URL'])
+        return client_from_url(settings['REDIS_URL'], connection_class)
     sentinel = settings.get('SENTINEL')
     if isinstance(sentinel, Mapping):
         return _sentinel_master(sentinel, connection_class, sentinel_class)
@@ -180,7 +225,11 @@ def _flag(value: Any, name: str) -> bool:
 
 def describe(connection: redis.Redis) -> str:
     """host:port/db (or the socket path) of a client, for error messages."""
-    kwargs = connection.connection_pool.connection_kwargs
+    pool = getattr(connection, 'connection_pool', None)
+    if pool is None:  # a RedisCluster
+        node: Any = connection.get_default_node()  # type: ignore[attr-defined]
+        return f'the Redis Cluster of {node.host}:{node.port}' if node is not None else 'the Redis Cluster'
+    kwargs = pool.connection_kwargs
     if kwargs.get('path'):
         return f'unix://{kwargs["path"]}'
     if 'host' not in kwargs:

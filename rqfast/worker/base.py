@@ -36,7 +36,7 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import engine, keys, scripts
+from .. import cluster, engine, keys, scripts
 from ..backoff import Backoff
 from ..connections import has_sockets
 from ..defaults import (
@@ -200,7 +200,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
         polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
         if self._engine_client is None:
-            real = has_sockets(self.connection)  # fakeredis: its own client, no sockets to send packed commands on
+            real = has_sockets(self.connection) and not cluster.is_cluster(self.connection)
+            # fakeredis: its own client, no sockets for packed commands; a RedisCluster follows MOVED itself
             self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
         return self._engine_client
 

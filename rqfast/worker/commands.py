@@ -21,6 +21,7 @@ from redis.retry import Retry as RedisRetry
 
 from .. import keys
 from ..backoff import Backoff
+from ..cluster import is_cluster, node_client
 from ..command import handle_command, parse_payload
 from ..connections import has_sockets, pool_like
 
@@ -41,15 +42,41 @@ class CommandListener:
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
-        pool = self.connection.connection_pool
+        pool = node_client(self.connection).connection_pool
         if not hasattr(pool, 'connection_kwargs') or not has_sockets(self.connection):
             return  # fakeredis: no sockets to listen on
-        # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
-        client = Redis(connection_pool=pool_like(self.connection, retry=RedisRetry(NoBackoff(), 0)))
-        self.pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-        self.pubsub.subscribe(self.channel)
+        self.pubsub = self._subscribed()
         self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name='rqfast-commands', daemon=True)
         self.thread.start()
+
+    def _subscribed(self) -> Any:
+        """A PubSub subscribed to the channel, on a client of its own. On a Redis Cluster, of the master of
+        the prefix's slot (PUBLISH reaches every node), asked again after a lost connection (_reopened)."""
+        node = node_client(self.connection)
+        # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
+        client = Redis(connection_pool=pool_like(node, retry=RedisRetry(NoBackoff(), 0)))
+        pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        pubsub.subscribe(self.channel)
+        return pubsub
+
+    def _reopened(self, pubsub: Any) -> Any:
+        """On a Redis Cluster, after `pubsub` lost its connection: a new one on the slot's master as the
+        cluster client now knows it (a failover moved it), or `pubsub` again when that fails too."""
+        if not is_cluster(self.connection):
+            return pubsub  # (its own reconnect reaches the same server)
+        try:
+            fresh = self._subscribed()
+        except Exception:
+            return pubsub
+        if self.pubsub is not pubsub:  # stopped meanwhile
+            fresh.close()
+            return pubsub
+        self.pubsub = fresh
+        try:
+            pubsub.close()
+        except Exception:
+            pass
+        return fresh
 
     def stop(self) -> None:
         pubsub, self.pubsub = self.pubsub, None
@@ -73,6 +100,7 @@ class CommandListener:
                 delay = backoff.next()
                 logger.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
                 time.sleep(delay)
+                pubsub = self._reopened(pubsub)
                 continue
             except Exception as exc:
                 if self.pubsub is pubsub:

@@ -16,6 +16,7 @@ from typing import Any
 
 from redis import Redis
 
+from ..cluster import check_connection
 from ..imports import import_attribute
 from ..queue import Queue
 from ..queuebase import own_job_class as own_job_class  # the worker's job class, as a queue's
@@ -39,6 +40,7 @@ def connection_of(queues: list[Any], connection: Redis | None) -> Redis:
         connection = next((q.connection for q in queues if getattr(q, 'connection', None) is not None), None)
     if connection is None:
         raise TypeError('a worker needs a connection')
+    check_connection(connection)  # a Redis Cluster needs a hash-tagged RQ_KEY_PREFIX (rqfast.cluster)
     return connection
 
 
@@ -53,7 +55,8 @@ def socket_timeout(worker_ttl: int) -> int:
 
 def configure_socket_timeout(connection: Redis, seconds: int) -> None:
     """Give the connection's pool RQ's socket timeout unless it has a longer one (RQ's _set_connection)."""
-    kwargs = getattr(connection.connection_pool, 'connection_kwargs', None)
+    pool = getattr(connection, 'connection_pool', None)  # (none on a RedisCluster: its nodes' pools are its own)
+    kwargs = getattr(pool, 'connection_kwargs', None)
     if kwargs is None:
         return
     current = kwargs.get('socket_timeout')

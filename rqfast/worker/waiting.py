@@ -18,6 +18,7 @@ from typing import Any
 from redis import Redis
 
 from .. import keys, suspension, workerscripts
+from ..cluster import node_client
 from ..connections import has_sockets
 from ..text import as_text
 
@@ -47,19 +48,21 @@ class Waiter:
     def __init__(self, connection: Redis, queues: list[str]):
         self.connection = connection
         self.queues = queues
-        kwargs = dict(connection.connection_pool.connection_kwargs)
-        kwargs.pop('socket_timeout', None)
-        self._pool_class = connection.connection_pool.__class__
-        self._kwargs = kwargs
+        self._node: Any = connection  # where the waits are sent (_ensure_connections)
         self._connections: list[Any] = []
         self._client_ids: list[int] = []
 
     def _ensure_connections(self) -> None:
         if self._connections:
             return
-        connection_class = self.connection.connection_pool.connection_class
+        # on a Redis Cluster, the master of the prefix's slot, where every queue's list is: asked again
+        # after an error closed the connections (a failover moves the slot; script calls follow MOVED)
+        self._node = node_client(self.connection)
+        pool = self._node.connection_pool
+        kwargs = dict(pool.connection_kwargs)
+        kwargs.pop('socket_timeout', None)
         for _ in self.queues:
-            conn = connection_class(**self._kwargs)
+            conn = pool.connection_class(**kwargs)
             conn.connect()
             conn.send_command('CLIENT', 'ID')
             self._client_ids.append(int(conn.read_response()))
@@ -118,7 +121,7 @@ class Waiter:
                 if reply is not None:
                     moved.append((self.queues[index], as_text(reply)))
         for index, conn in pending.items():
-            self.connection.client_unblock(self._client_ids[index])
+            self._node.client_unblock(self._client_ids[index])
             reply = conn.read_response()
             if reply is not None:
                 moved.append((self.queues[index], as_text(reply)))

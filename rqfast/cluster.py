@@ -1,0 +1,66 @@
+"""Redis Cluster, single-slot mode: every key under one RQ_KEY_PREFIX carrying a hash tag (`{rq}`).
+
+With a `redis.cluster.RedisCluster` connection, every rqfast key must hash to one slot, so the prefix
+must hold a hash tag (a non-empty `{...}`); check_connection() refuses any other prefix before
+anything is written. Every script call declares keys.SLOT_KEY as its one KEYS entry, which routes it
+to the master of that slot (rqfast.scriptload). What needs a socket of its own (a worker's blocking
+waits, its pub/sub command channel) uses node_client(): a plain client of that master.
+docs/connections.md, "Redis Cluster", says what works and what does not yet.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import keys
+from .defaults import RQ_KEY_PREFIX
+
+
+class ClusterKeyPrefixError(ValueError):
+    """A Redis Cluster connection with an RQ_KEY_PREFIX that has no hash tag: rqfast's keys would
+    spread over every slot, and its scripts (each touching several keys) would fail with CROSSSLOT."""
+
+
+def is_cluster(connection: Any) -> bool:
+    """True for a redis-py RedisCluster (or a subclass); redis.cluster is not imported to find out.
+
+    By type(), not isinstance(): a horse's LazyClient would build its client to answer isinstance().
+    """
+    module = sys.modules.get('redis.cluster')
+    return module is not None and issubclass(type(connection), module.RedisCluster)
+
+
+def hash_tag(prefix: str) -> str | None:
+    """The hash tag every key under `prefix` hashes by (Redis's rule: what lies between the first `{`
+    and the next `}`, when not empty), or None when the prefix alone does not fix one."""
+    start = prefix.find('{')
+    if start < 0:
+        return None
+    end = prefix.find('}', start + 1)
+    if end <= start + 1:
+        return None
+    return prefix[start + 1 : end]
+
+
+def check_prefix(prefix: str = RQ_KEY_PREFIX) -> None:
+    if hash_tag(prefix) is None:
+        raise ClusterKeyPrefixError(
+            f'rqfast on Redis Cluster needs every key in one hash slot: set RQ_KEY_PREFIX to a prefix with a '
+            f"hash tag, e.g. RQ_KEY_PREFIX='{{rq}}' (it is {prefix!r}, which has none)"
+        )
+
+
+def check_connection(connection: Any) -> None:
+    """Refuse a cluster connection under a prefix without a hash tag (nothing else is checked)."""
+    if is_cluster(connection):
+        check_prefix()
+
+
+def node_client(connection: Any) -> Any:
+    """`connection` itself, or for a RedisCluster, a plain Redis client of the master that holds the
+    prefix's slot (redis-py's own, shared with the cluster client: build a pool like it to own one)."""
+    if not is_cluster(connection):
+        return connection
+    check_prefix()
+    return connection.get_node_from_key(keys.SLOT_KEY).redis_connection

@@ -1,0 +1,153 @@
+"""A local Redis Cluster of 3 masters (no replicas) on free loopback ports, for tests/test_cluster.py.
+
+`local_cluster(workdir)` starts three `redis-server --cluster-enabled yes` processes, joins them with
+`redis-cli --cluster create`, waits for `cluster_state:ok` on every node, and kills them at the end.
+Run it alone to keep one up by hand: `python -m tests.cluster_fixture [--replicas 1]` (prints the nodes' URL).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from tests.redis_servers import binary, free_port
+
+
+def _ping(port: int) -> None:
+    import redis
+
+    redis.Redis(port=port, socket_timeout=1).ping()
+
+
+def _cluster_ok(port: int) -> bool:
+    import redis
+
+    info = redis.Redis(port=port, socket_timeout=1).execute_command('CLUSTER', 'INFO')
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    return 'cluster_state:ok' in text
+
+
+@contextmanager
+def _node(workdir: Path, port: int) -> Iterator[None]:
+    log = workdir / f'node-{port}.log'
+    proc = subprocess.Popen(
+        [
+            binary(),
+            '--port',
+            str(port),
+            '--bind',
+            '127.0.0.1',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            str(workdir / f'nodes-{port}.conf'),
+            '--cluster-node-timeout',
+            '2000',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            str(workdir),
+            '--logfile',
+            str(log),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                _ping(port)
+                break
+            except Exception as exc:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    text = log.read_text() if log.exists() else ''
+                    raise RuntimeError(f'cluster node {port} did not start ({exc}):\n{text[-2000:]}') from exc
+                time.sleep(0.05)
+        yield
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@contextmanager
+def local_cluster(workdir: Path, masters: int = 3, replicas: int = 0) -> Iterator[list[int]]:
+    """The ports of a ready `masters`-master cluster (`replicas` replicas of each), running until the
+    block ends: the masters' first (as `redis-cli --cluster create` assigns them), then the replicas'."""
+    cli = shutil.which('redis-cli')
+    if cli is None:
+        raise RuntimeError('redis-cli is not on PATH (apt-get install -y redis-tools)')
+    workdir.mkdir(parents=True, exist_ok=True)
+    ports: list[int] = []
+    with ExitStack() as stack:
+        while len(ports) < masters * (1 + replicas):
+            port = free_port()
+            # a cluster node also listens on port + 10000 (the cluster bus): that one must be free too
+            if port in ports or port + 10000 > 65535 or not _bus_free(port + 10000):
+                continue
+            stack.enter_context(_node(workdir, port))
+            ports.append(port)
+        subprocess.run(
+            [
+                cli,
+                '--cluster',
+                'create',
+                *(f'127.0.0.1:{port}' for port in ports),
+                '--cluster-replicas',
+                str(replicas),
+                '--cluster-yes',
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        deadline = time.monotonic() + 30
+        while not all(_cluster_ok(port) for port in ports) or not all(_in_sync(port, replicas) for port in ports):
+            if time.monotonic() > deadline:
+                raise RuntimeError('the local cluster did not reach cluster_state:ok (replicas in sync) in 30 s')
+            time.sleep(0.1)
+        yield ports
+
+
+def _in_sync(port: int, replicas: int) -> bool:
+    """A master has its `replicas` replicas connected; a replica its link to the master up."""
+    import redis
+
+    info = redis.Redis(port=port, socket_timeout=1).info('replication')
+    if info.get('role') == 'master':
+        return int(info.get('connected_slaves', 0)) >= replicas
+    return info.get('master_link_status') == 'up'
+
+
+def _bus_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind(('127.0.0.1', port))
+        except OSError:
+            return False
+    return True
+
+
+if __name__ == '__main__':
+    import signal
+    import sys
+    import tempfile
+
+    replicas = int(sys.argv[sys.argv.index('--replicas') + 1]) if '--replicas' in sys.argv else 0
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> tears the nodes down too
+    with tempfile.TemporaryDirectory() as tmp, local_cluster(Path(tmp), replicas=replicas) as found:
+        print(f'redis://127.0.0.1:{found[0]}/?cluster=true  (nodes: {found}); Ctrl-C or kill stops it', flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,130 @@
+"""What tests/test_cluster.py runs in subprocesses (RQ_KEY_PREFIX is read at import): producers, burst
+workers of each class, and the jobs, all on a RedisCluster client of the local cluster.
+
+`python -m tests.cluster_run <what> <port> [args]`; the jobs record each run in `<prefix>:test:ran`
+(a hash: job index -> runs), through the job's own connection (a horse's and a spawned child's
+client rebuilt from the worker's recipe).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from typing import Any
+
+from redis.cluster import RedisCluster
+
+from rqfast import Queue, Retry, SimpleWorker, SpawnWorker, Worker, get_current_job, keys
+
+WORKERS: dict[str, tuple[Any, int]] = {
+    'simple': (SimpleWorker, 1),
+    'simple10': (SimpleWorker, 10),
+    'worker': (Worker, 1),
+    'spawn': (SpawnWorker, 1),
+    'worker4': (Worker, 4),
+    'spawn2': (SpawnWorker, 2),
+}
+
+
+RECORD, FLAKY = 'tests.cluster_run.record', 'tests.cluster_run.flaky'  # (by name: this runs as __main__)
+MARK = 'tests.cluster_jobs.mark'
+
+
+def ran_key() -> str:
+    return f'{keys.PREFIX}test:ran'
+
+
+def record(index: int) -> int:
+    job = get_current_job()
+    assert job is not None
+    job.connection.hincrby(ran_key(), str(index), 1)
+    return index
+
+
+def flaky(name: str) -> str:
+    """Fails on its first run, succeeds on the next (a retry)."""
+    job = get_current_job()
+    assert job is not None
+    if job.connection.incr(f'{keys.PREFIX}test:flaky:{name}') == 1:
+        raise RuntimeError('the first run fails')
+    return name
+
+
+def connect(port: int) -> Any:
+    return RedisCluster(host='127.0.0.1', port=port)
+
+
+def enqueue(port: int, queues: list[str], per_queue: int, marks: str, first: int = 0) -> None:
+    """`per_queue` jobs on each queue: one in 50 records its run in Redis through its own connection,
+    the others append to the file `marks` (tests.cluster_jobs: a spawned child imports no redis-py).
+    Job ids and indexes are `job-<n>` from `first` on."""
+    conn = connect(port)
+    for queue_index, name in enumerate(queues):
+        queue = Queue(name, connection=conn)
+        base = first + queue_index * per_queue
+        for index in range(base, base + per_queue):
+            if index % 50 == 0:
+                queue.enqueue(RECORD, index, job_id=f'job-{index}')
+            else:
+                queue.enqueue(MARK, index, marks, job_id=f'job-{index}')
+
+
+def burst(port: int, kind: str, queue: str) -> None:
+    worker_class, concurrency = WORKERS[kind]
+    conn = connect(port)
+    options = {'concurrency': concurrency} if concurrency > 1 else {}
+    worker = worker_class([Queue(queue, connection=conn)], connection=conn, name=f'burst-{kind}', **options)
+    worker.work(burst=True, logging_level='WARNING')
+
+
+def features(port: int) -> None:
+    """A retried job, a dependency, a scheduled job, jobs enqueued in pipelines and by enqueue_many."""
+    conn = connect(port)
+    queue = Queue('features', connection=conn)
+    queue.enqueue(FLAKY, 'retried', job_id='retried', retry=Retry(max=1))
+    parent = queue.enqueue(RECORD, 5001, job_id='parent')
+    queue.enqueue(RECORD, 5002, job_id='child', depends_on=parent)
+    queue.enqueue_in(timedelta(seconds=1), RECORD, 5003, job_id='later')
+    for transaction in (True, False):  # a caller's ClusterPipeline, transactional or not
+        with conn.pipeline(transaction=transaction) as pipe:
+            queue.enqueue(RECORD, 5004 + transaction, job_id=f'piped-{transaction}', pipeline=pipe)
+            pipe.execute()
+    queue.enqueue_many([Queue.prepare_data(RECORD, (5006,), job_id='many')])
+
+
+def show_workers(port: int) -> None:
+    """The names Worker.all() lists, and a job fetched back by id."""
+    conn = connect(port)
+    print(sorted(worker.name for worker in Worker.all(connection=conn)))
+    job = Queue('features', connection=conn).fetch_job('child')
+    print(job.get_status().value if job is not None else None)
+
+
+def maintenance(port: int) -> None:
+    """A job kept one second, then a maintenance pass (its one script call): prints how many expired."""
+    import time
+
+    from rqfast.maintenance import clean_registries
+
+    conn = connect(port)
+    queue = Queue('maint', connection=conn)
+    queue.enqueue(MARK, 1, '/dev/null', result_ttl=1)
+    SimpleWorker([queue], connection=conn).work(burst=True, logging_level='WARNING')
+    time.sleep(1.1)
+    print(clean_registries(conn, ['maint']).finished_expired)
+
+
+def no_hash_tag(port: int) -> None:
+    """Queue() refuses the cluster connection under a prefix without a hash tag."""
+    Queue('q', connection=connect(port)).enqueue(RECORD, 1)
+
+
+if __name__ == '__main__':
+    what, port = sys.argv[1], int(sys.argv[2])
+    if what == 'enqueue':
+        enqueue(port, sys.argv[4].split(','), int(sys.argv[3]), sys.argv[5], *map(int, sys.argv[6:7]))
+    elif what == 'burst':
+        burst(port, sys.argv[3], sys.argv[4])
+    else:
+        scenarios = {'features': features, 'show_workers': show_workers, 'maintenance': maintenance}
+        {**scenarios, 'no_hash_tag': no_hash_tag}[what](port)
