@@ -22,7 +22,7 @@ import rqfast
 from rqfast.job import Retry
 from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from rqfast.status import JobStatus
-from rqfast.worker import SimpleWorker
+from rqfast.worker import BaseWorker, SimpleWorker
 
 try:
     import concurrency_jobs as cj
@@ -50,6 +50,13 @@ def test_concurrency_must_be_a_positive_integer(redis_conn: redis.Redis) -> None
         with pytest.raises(ValueError, match='concurrency'):
             SimpleWorker(['q'], connection=redis_conn, concurrency=bad)  # type: ignore[arg-type]
     assert SimpleWorker(['q'], connection=redis_conn).concurrency == 1
+
+
+def test_concurrency_above_one_is_refused_only_where_jobs_run_one_at_a_time(redis_conn: redis.Redis) -> None:
+    with pytest.raises(ValueError, match='BaseWorker runs one job at a time.*SimpleWorker.*Worker and SpawnWorker'):
+        BaseWorker(['q'], connection=redis_conn, concurrency=2)
+    assert rqfast.Worker(['q'], connection=redis_conn, concurrency=2).concurrency == 2
+    assert SimpleWorker(['q'], connection=redis_conn, concurrency=2).concurrency == 2
 
 
 def test_outcomes_with_several_jobs_in_flight(redis_conn: redis.Redis) -> None:

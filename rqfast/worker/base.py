@@ -68,6 +68,7 @@ from .queues import (
     socket_timeout,
     worker_queue,
 )
+from .recorder import Recorder
 from .records import WorkerRecords
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
@@ -75,7 +76,7 @@ from .signals import StopSignals
 from .signals import signal_name as signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
-from .waiting import Waiter, idle_wait, log_dropped
+from .waiting import Waiter, empty_wait, log_dropped, redis_lost, stays_suspended
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -115,11 +116,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         allow: Any = None,
         signing_key: str | bytes | None = None,
     ):
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ValueError(f'concurrency must be an integer >= 1, not {concurrency!r}')
-        if concurrency > 1 and not self.runs_jobs_concurrently:
-            raise ValueError(f'{type(self).__name__} runs one job at a time: concurrency > 1 needs a SimpleWorker')
-        self.concurrency = concurrency
+        self.concurrency = self.check_concurrency(concurrency)
         self._concurrent: Any = None  # the loop of a worker with concurrency > 1 (concurrent.py), while it works
         self._hands = threading.local()  # the hooks' job in hand, per thread (hooks.py)
         # rq's Job and Queue (2.12's or 3.0's, django-rq's DjangoRQ, subclasses) become rqfast's (queues.py)
@@ -161,7 +158,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self._interruptible = False  # blocked waiting for a job: a stop request may raise there
         self._shutdown_requested_date: datetime | None = None
         self._stopped_job_id: str | None = None
-        self._in_flight: dict[str, engine.Claim] = {}
+        self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
+        self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
         self._claim_in_hand: engine.Claim | None = None  # what the last finish_job claimed: the next step runs it
         self._job_started_monotonic: float | None = None
         self._queue_order = QueueOrder([q.name for q in self.queues])
@@ -169,6 +167,19 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self._waiter: Waiter | None = None
         self._engine_client: Any = None
         self.look_for_hooks()
+
+    @classmethod
+    def check_concurrency(cls, concurrency: Any) -> int:
+        """The one check of a concurrency (the CLI's too): an integer >= 1, and > 1 only for a class that runs
+        jobs concurrently (SimpleWorker, Worker and SpawnWorker do); a ValueError that says so otherwise."""
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f'concurrency must be an integer >= 1, not {concurrency!r}')
+        if concurrency > 1 and not cls.runs_jobs_concurrently:
+            raise ValueError(
+                f'concurrency {concurrency}: {cls.__name__} runs one job at a time (SimpleWorker runs jobs on threads '
+                'and an event loop, Worker and SpawnWorker in a horse each: use one of them, or a subclass)'
+            )
+        return concurrency
 
     # --- identity
 
@@ -347,23 +358,15 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
                 elif claim.dropped and not claim.suspended:
                     continue  # a claim looks at 100 dropped ids at most: there may be more behind them
                 elif claim.suspended:
-                    if burst:
-                        self.log.info('Worker %s: suspended in burst mode, exiting', self.name)
+                    if not stays_suspended(self, burst):
                         return False
-                    self._wait_while_suspended()
-                elif burst:
-                    self.log.info('Worker %s: done, quitting', self.name)
-                    return False
                 else:
-                    wait = idle_wait(self.dequeue_timeout, idle_since, max_idle_time)
+                    wait = empty_wait(self, burst, idle_since, max_idle_time)
                     if wait is None:
-                        self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
                         return False
                     moved = self._interruptibly(self._waiter_for().wait, wait)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
-                delay = backoff.next()
-                self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, delay)
-                self._interruptibly(time.sleep, delay)
+                redis_lost(self, exc, backoff)
         return bool(self._claim_in_hand)
 
     def _waiter_for(self) -> Waiter:

@@ -18,7 +18,6 @@ fails them, each with the reason named, in one call.
 
 from __future__ import annotations
 
-import logging
 import queue
 import sys
 import threading
@@ -32,7 +31,6 @@ from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
 from ..exceptions import StopRequested
-from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import WorkerStatus
 from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
@@ -49,7 +47,7 @@ from .slots import (
     timed_out_outcome,
 )
 from .steps import JobSteps
-from .waiting import idle_wait
+from .waiting import empty_wait, redis_lost, stays_suspended
 
 if TYPE_CHECKING:
     from .base import BaseWorker
@@ -145,22 +143,15 @@ class Concurrent(JobSteps):
             poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
         elif batch.claims:
             poll_at = 0.0
-        if batch.suspended and not self.running:
-            if burst:
-                worker.log.info('Worker %s: suspended in burst mode, exiting', worker.name)
-                return None
-            worker._wait_while_suspended()
+        if batch.suspended and not self.running and not stays_suspended(worker, burst):
+            return None
         return poll_at
 
     def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
         """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
         worker = self.worker
-        if burst:
-            worker.log.info('Worker %s: done, quitting', worker.name)
-            return False
-        wait = idle_wait(worker.dequeue_timeout, idle_since, max_idle_time)
+        wait = empty_wait(worker, burst, idle_since, max_idle_time)
         if wait is None:
-            worker.log.info('Worker %s: idle for %d seconds, quitting', worker.name, max_idle_time)
             return False
         try:
             moved = worker._interruptibly(worker._waiter_for().wait, wait)
@@ -169,9 +160,7 @@ class Concurrent(JobSteps):
                 if first:
                     self._start(first)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            delay = self.backoff.next()
-            worker.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', worker.name, exc, delay)
-            worker._interruptibly(time.sleep, delay)
+            redis_lost(worker, exc, self.backoff)
         else:
             self.backoff.reset()
         return True
@@ -236,7 +225,7 @@ class Concurrent(JobSteps):
         found = self.running.pop(str(token), None)
         if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
             if found is not None:
-                self.worker._in_flight.pop(found.claim.job_id or '', None)
+                self.worker._recorder.release(found.claim.job_id or '')
         elif found is not None:
             ended.append((found, value))
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
@@ -247,10 +236,7 @@ class Concurrent(JobSteps):
     def _start(self, claim: engine.Claim) -> None:
         worker = self.worker
         worker._queue_order.claimed_from(claim.queue or '')
-        worker._in_flight[claim.job_id or ''] = claim
-        worker._state = WorkerStatus.BUSY
-        if worker._job_started_monotonic is None:
-            worker._job_started_monotonic = time.monotonic()
+        worker._recorder.hold(claim)
         self.started += 1
         timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
         running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
@@ -263,61 +249,22 @@ class Concurrent(JobSteps):
     # --- recording
 
     def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
-        """One finish_jobs call: every outcome in `ended`, and up to `claim` jobs claimed."""
-        worker = self.worker
-        outcomes = []
-        for running, done in ended:
-            outcomes.append(done.ended)
-            worker._in_flight.pop(running.claim.job_id or '', None)
+        """One finish_jobs call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed."""
+        worker, recorder = self.worker, self.worker._recorder
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
-        backoff = Backoff()
-        while True:
-            try:
-                batch = engine.finish_jobs(
-                    worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still, moment=now
-                )
-                break
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                delay = backoff.next()
-                worker.log.error(
-                    'Worker %s: could not record %d job(s): %s; retrying in %.0f s',
-                    worker.name,
-                    len(outcomes),
-                    exc,
-                    delay,
-                )
-                time.sleep(delay)
-                claim = 0
+        jobs = [(self._job_of(running), done) for running, done in ended]
+        batch = recorder.finish_many([(job, done.ended) for job, done in jobs], claim, still, now)
         if self.horses is not None:
             self.horses.recorded()  # the horses standing by after their report may exit
-        for (running, done), recorded in zip(ended, batch.recorded, strict=True):
-            self._account(self._job_of(running), done, recorded)
+        for (job, done), recorded in zip(jobs, batch.recorded, strict=True):
+            # (a hook logs its own lines)
+            recorder.account(job, done.outcome, done.plan, recorded, log=done.ack is None)
             if done.ack is not None:
                 self.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
             worker._state = WorkerStatus.IDLE
             worker._job_started_monotonic = None
         return batch
-
-    def _account(self, job: Job, done: Done, recorded: bool) -> None:
-        worker, outcome = self.worker, done.outcome
-        if not recorded:
-            worker.log.warning(
-                'Worker %s: job %s ended, but its execution had ended: nothing recorded', worker.name, job.id
-            )
-            return
-        if job.webhooks:
-            worker._send_webhooks(job, outcome, done.plan)
-        if outcome.kind is OutcomeKind.SUCCESS:
-            worker.successful_job_count += 1
-        else:
-            worker.failed_job_count += 1
-        if job.ended_at and job.started_at:
-            worker.total_working_time += (job.ended_at - job.started_at).total_seconds()
-        if worker.job_observer is not None:
-            worker.job_observer(job, outcome)
-        if done.ack is None and (outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO)):
-            worker._log_outcome(job, outcome)  # (a success logs INFO lines only; the hooks log their own)
 
     def _fail_all(self, reason: str) -> None:
         """A cold shutdown: every job in flight fails, with the reason, in one call."""

@@ -152,7 +152,7 @@ class JobSteps:
         worker, job, claim = self.worker, self._job_of(running), running.claim
         if log and outcome.kind is OutcomeKind.FAILURE and outcome.exc_info is not None:
             worker._log_exception(job, outcome.exc_string)  # (as SimpleWorker.execute logs it)
-        plan = worker._plan(job, claim, outcome, stopped, dates.now())
+        plan = worker._recorder.plan(job, claim, outcome, stopped, dates.now())
         working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
         interval = worker.job_monitoring_interval
         return Done(outcome, plan, engine.ended(job.id, claim.queue or '', claim.execution_id, plan, working, interval))
