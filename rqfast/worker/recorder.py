@@ -51,6 +51,11 @@ class Recorder:
         if worker._job_started_monotonic is None:
             worker._job_started_monotonic = time.monotonic()
 
+    def idle(self) -> None:
+        """Nothing in flight, nothing claimed: the worker is idle."""
+        self.worker._state = WorkerStatus.IDLE
+        self.worker._job_started_monotonic = None
+
     def release(self, job_id: str) -> bool:
         """No longer held (recorded, or left as a hook left it); False if it was not."""
         return self.in_flight.pop(job_id, None) is not None

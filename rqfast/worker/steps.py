@@ -1,4 +1,4 @@
-"""What a worker with concurrency > 1 does with a claimed job off its loop's thread (concurrent.py):
+"""What a worker with concurrency > 1 does with a claimed job off its loop's thread (loop.py):
 load it, run it on a thread or as a task of the event loop, and plan how it is recorded.
 
 A job is loaded on a job thread, which runs it, or hands it to the event loop when its function is
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class JobSteps:
-    """The steps of a job off the loop's thread, for Concurrent; each ends in a Done or a report."""
+    """The steps of a job off the loop's thread, for the Loop's slots; each ends in a Done or a report."""
 
     worker: BaseWorker
     threads: Threads

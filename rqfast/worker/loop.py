@@ -1,15 +1,24 @@
-"""The work loop of a worker with concurrency > 1: up to N jobs in flight in one process.
+"""The worker's work loop, at every concurrency: up to N jobs in flight in one process (N = 1 by default).
 
-One thread (the worker's own) does all the Redis work; the jobs run on slots.py's threads (plain
-functions) or its event loop (`async def` functions), and report back here. A turn of the loop:
-wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE finish_jobs call records
-every outcome that came in meanwhile and claims as many jobs as slots are free. A job is claimed
-only for a free slot, and is started (started registry, execution, status, the worker busy) by
-the same call that claims it, so RQ's readers see it started at once. Under load several outcomes
-share a call, so a busy worker makes fewer round trips than jobs.
+The loop is an object the worker owns; where a job runs is its runner's:
 
-Timeouts: an async job is cancelled at its timeout (JobTimeoutException, by its own task); a
-thread cannot be killed, so a thread job past its timeout is failed here at its deadline with
+- inline (concurrency 1): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave as in RQ;
+  the worker's `process_claim` runs the job (in process, or in a horse it watches) and records it
+  with ONE finish_job call that also claims the next job, which the loop runs next;
+- slots (concurrency N): plain functions on slots.py's threads, `async def` functions on its one
+  event loop (steps.py), a forking or spawn worker's jobs in horses of their own (horses.py); they
+  report back here.
+
+A turn of the loop: wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE call
+records every outcome that came in meanwhile and claims as many jobs as slots are free (the
+recorder's: recorder.py). A job is claimed only for a free slot, and is started (started registry,
+execution, status, the worker busy) by the same call that claims it, so RQ's readers see it started
+at once. Under load several outcomes share a call, so a busy worker makes fewer round trips than
+jobs. When nothing runs and the queues are empty, the loop blocks (waiting.py) until a job comes, or
+stops: burst mode, max_jobs, max_idle_time, a shutdown.
+
+Timeouts on slots: an async job is cancelled at its timeout (JobTimeoutException, by its own task);
+a thread cannot be killed, so a thread job past its timeout is failed here at its deadline with
 JobTimeoutException, its slot given to the next job, and its thread's late report dropped (its
 execution has ended: a late finish would not be recorded). A stop-job ends a job the same way
 (STOPPED). A warm shutdown claims nothing more and waits for the jobs in flight; a cold shutdown
@@ -22,6 +31,7 @@ import queue
 import sys
 import threading
 import time
+import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +40,7 @@ import redis
 from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
-from ..exceptions import StopRequested
 from ..outcome import Outcome, OutcomeKind
-from ..status import WorkerStatus
 from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
 from .horses import Horses
 from .signals import ColdShutdown
@@ -47,7 +55,7 @@ from .slots import (
     timed_out_outcome,
 )
 from .steps import JobSteps
-from .waiting import empty_wait, redis_lost, stays_suspended
+from .waiting import empty_wait, log_dropped, redis_lost, stays_suspended
 
 if TYPE_CHECKING:
     from .base import BaseWorker
@@ -56,14 +64,17 @@ STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
 
 
-class Concurrent(JobSteps):
-    """The loop of one worker running up to `size` jobs at once."""
+class Loop(JobSteps):
+    """The loop of one worker running up to `size` jobs at once (inline, on its own thread, when 1)."""
 
     coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
 
     def __init__(self, worker: BaseWorker, size: int) -> None:
         self.worker = worker
         self.size = size
+        self.inline = size == 1  # the runner: the loop's own thread, else slots (threads, event loop, horses)
+        self.in_hand = engine.Claim()  # inline: what the last record claimed, run next
+        self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
         self.running: dict[str, Running] = {}  # by execution id
         self.threads = Threads(worker.name, self._report)
@@ -74,8 +85,8 @@ class Concurrent(JobSteps):
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
         self.tails = Tails()
-        # a forking or spawn worker's jobs run in horses of their own (horses.py)
-        self.horses = None if worker.runs_jobs_in_process else Horses(worker)
+        # a forking or spawn worker's jobs run in horses of their own (horses.py); inline, the worker's execute
+        self.horses = None if worker.runs_jobs_in_process or self.inline else Horses(worker)
         penalty = worker.death_penalty_class
         # SIGALRM reaches only the main thread: on the job threads the loop enforces the timeout
         self.penalty = NoDeathPenalty if issubclass(penalty, UnixSignalDeathPenalty) else penalty
@@ -83,35 +94,25 @@ class Concurrent(JobSteps):
     def _report(self, token: object, done: Done | None) -> None:
         self.reports.put((token, done))
 
-    def stop_job(self, job_id: str) -> None:
-        """A stop-job command (from the command thread): the loop ends the job."""
+    def stop_job(self, job_id: str) -> bool:
+        """A stop-job command (from the command thread): the loop ends the job; False inline (the worker's to do)."""
+        if self.inline:
+            return False
         self.reports.put((STOP, job_id))
+        return True
 
     # --- the loop
 
     def work(self, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> int:
         """Run jobs until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; jobs started."""
         worker = self.worker
-        idle_since = time.monotonic()
-        poll_at: float | None = 0.0  # when to look at the queues again for free slots (0: now)
+        self.started, self.max_jobs = 0, max_jobs
         # The loop thread gets the GIL back from the job threads sooner after each Redis call
         switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, CONCURRENT_SWITCH_INTERVAL))
+        if not self.inline:
+            sys.setswitchinterval(min(switch, CONCURRENT_SWITCH_INTERVAL))
         try:
-            while True:
-                poll_at = self._turn(burst, max_jobs, poll_at or 0.0)
-                if poll_at is None:
-                    break
-                if self.running:
-                    idle_since = time.monotonic()
-                    continue
-                if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
-                    break
-                if poll_at == 0.0:
-                    continue  # the last claim filled every slot, and those jobs ended already
-                if not self._wait_idle(burst, idle_since, max_idle_time):
-                    break
-                poll_at = 0.0
+            self._run(burst, max_idle_time)
             self.tails.wait()  # the hooks that go on after their job was recorded return first
         except BaseException as exc:
             reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
@@ -125,11 +126,48 @@ class Concurrent(JobSteps):
                 self.events.close()
         return self.started
 
-    def _turn(self, burst: bool, max_jobs: int | None, poll_at: float) -> float | None:
+    def _run(self, burst: bool, max_idle_time: int | None) -> None:
+        worker, max_jobs = self.worker, self.max_jobs
+        idle_since = time.monotonic()
+        poll_at: float | None = 0.0  # when to look at the queues again for free slots (0: now)
+        claim, self.in_hand = self.in_hand, engine.Claim()
+        if claim:  # (what worker.step()'s last record claimed)
+            self._start(claim)
+        while True:
+            started = self.started
+            poll_at = self._turn(burst, poll_at or 0.0)
+            if poll_at is None:
+                return
+            if self.running or self.started != started:
+                idle_since = time.monotonic()
+            if self.running:
+                continue
+            if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
+                return
+            if poll_at == 0.0:
+                continue  # the last claim filled every slot, and those jobs ended already
+            if not self._wait_idle(burst, idle_since, max_idle_time):
+                return
+            poll_at = 0.0
+
+    def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
+        """Inline, one job: run the claim in hand, or claim one (never blocking); False if there was none.
+        Its record claims the next (unless not claim_next), which the next step runs."""
+        claim, self.in_hand = self.in_hand, engine.Claim()
+        while not claim:
+            claim = self.worker._claim(now=now)
+            if claim.suspended or not claim.dropped:
+                break  # (a claim drops 100 ids without a job hash at most: there may be more behind them)
+        if not claim:
+            return False
+        self.in_hand = self._run_inline(claim, claim_next, now)
+        return True
+
+    def _turn(self, burst: bool, poll_at: float) -> float | None:
         """Record what ended and claim for the free slots (one call); the next poll time, None to stop."""
         worker = self.worker
         ended = self._collect(self._wait(poll_at))
-        free = self._free(max_jobs)
+        free = self._free()
         # Jobs that ended are recorded by one call that claims for the free slots at no cost: so it always
         # does (a retried or requeued job, or a released dependent, may be waiting), the idle queues aside.
         claim = free if ended or time.monotonic() >= poll_at else 0
@@ -138,13 +176,13 @@ class Concurrent(JobSteps):
         batch = self._record(ended, claim)
         for next_claim in batch.claims:
             self._start(next_claim)
-        worker._log_dropped(engine.Claim(dropped=batch.dropped, dead_lettered=batch.dead_lettered))
+        log_dropped(worker.log, worker.name, batch)
         if claim and len(batch.claims) < claim and not batch.dropped:
             poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
         elif batch.claims:
             poll_at = 0.0
-        if batch.suspended and not self.running and not stays_suspended(worker, burst):
-            return None
+        if batch.suspended and not self.running:
+            return 0.0 if stays_suspended(worker, burst) else None  # (resumed: claim at once)
         return poll_at
 
     def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
@@ -155,22 +193,38 @@ class Concurrent(JobSteps):
             return False
         try:
             moved = worker._interruptibly(worker._waiter_for().wait, wait)
-            if moved is not None:
-                first = worker._claim(moved)
-                if first:
-                    self._start(first)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             redis_lost(worker, exc, self.backoff)
-        else:
-            self.backoff.reset()
+            return True
+        self.backoff.reset()
+        if moved is not None:
+            first = self._claim_one(moved)
+            if first:
+                self._start(first)
         return True
 
-    def _free(self, max_jobs: int | None) -> int:
+    def _claim_one(self, moved: tuple[str, str] | None = None) -> engine.Claim:
+        """One claim_job call (of the job a blocking wait moved, if any), past ids without a job hash;
+        while Redis is unreachable, sent again as it was (if a lost reply's call ran, the answer is the
+        job it claimed). An empty claim when the queues are empty or the workers suspended."""
+        worker, backoff = self.worker, Backoff()
+        execution_id = uuid.uuid4().hex
+        while True:
+            try:
+                claim = worker._claim(moved, execution_id=execution_id)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                redis_lost(worker, exc, backoff)
+                continue
+            if claim or claim.suspended or not claim.dropped:
+                return claim
+            moved, execution_id = None, uuid.uuid4().hex  # a claim looks at 100 dropped ids at most
+
+    def _free(self) -> int:
         if self.worker._stop_requested:
             return 0
         free = self.size - len(self.running)
-        if max_jobs is not None:
-            free = min(free, max_jobs - self.started)
+        if self.max_jobs is not None:
+            free = min(free, self.max_jobs - self.started)
         return max(0, free)
 
     def _wait(self, poll_at: float) -> float | None:
@@ -231,10 +285,18 @@ class Concurrent(JobSteps):
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
             self.tails.answer(value.ack, False)
 
-    # --- starting a job: the loop only hands the claim over; steps.py loads, runs and plans it
+    # --- starting a job: inline, it runs here; else the loop only hands the claim over (steps.py loads,
+    # runs and plans it)
 
     def _start(self, claim: engine.Claim) -> None:
         worker = self.worker
+        if self.inline:  # the job runs, and is recorded with the next claim, which runs next...
+            while claim:
+                self.started += 1
+                more = not worker._stop_requested and (self.max_jobs is None or self.started < self.max_jobs)
+                claim = self._run_inline(claim, more, None)
+            self.in_hand = engine.Claim()
+            return
         worker._queue_order.claimed_from(claim.queue or '')
         worker._recorder.hold(claim)
         self.started += 1
@@ -248,9 +310,31 @@ class Concurrent(JobSteps):
 
     # --- recording
 
+    def _run_inline(self, claim: engine.Claim, claim_next: bool, now: datetime | None) -> engine.Claim:
+        """The inline runner: the worker's process_claim runs the job on this thread and records it with
+        one finish_job call, claiming the next (unless not claim_next); the answer is that claim. An
+        error the job did not cause (a script error) is logged with its id, and work goes on."""
+        worker = self.worker
+        try:
+            next_claim = worker.process_claim(claim, claim_next=claim_next, now=now)
+        except Exception:
+            worker.log.exception(
+                'Worker %s: could not finish job %s; maintenance will find it', worker.name, claim.job_id
+            )
+            worker._recorder.idle()
+            return engine.Claim()
+        if next_claim:
+            worker._queue_order.claimed_from(next_claim.queue or '')
+        log_dropped(worker.log, worker.name, next_claim)
+        return next_claim
+
     def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
-        """One finish_jobs call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed."""
-        worker, recorder = self.worker, self.worker._recorder
+        """One call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed. Inline,
+        nothing ends here (each record claimed the next job already): a claim_job call."""
+        recorder = self.worker._recorder
+        if self.inline and not ended:
+            first = self._claim_one() if claim else engine.Claim()
+            return engine.Batch([], [first] if first else [], suspended=first.suspended)
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
         jobs = [(self._job_of(running), done) for running, done in ended]
         batch = recorder.finish_many([(job, done.ended) for job, done in jobs], claim, still, now)
@@ -262,8 +346,7 @@ class Concurrent(JobSteps):
             if done.ack is not None:
                 self.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
-            worker._state = WorkerStatus.IDLE
-            worker._job_started_monotonic = None
+            recorder.idle()
         return batch
 
     def _fail_all(self, reason: str) -> None:
@@ -281,15 +364,3 @@ class Concurrent(JobSteps):
             self._record(ended, 0, now)
         except Exception as exc:
             self.worker.log.error('Worker %s: could not record the jobs in flight: %s', self.worker.name, exc)
-
-
-def work_concurrently(worker: BaseWorker, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> bool:
-    """BaseWorker.work() at concurrency > 1, once the worker is started: True if any job ran."""
-    concurrent = worker._concurrent = Concurrent(worker, worker.concurrency)
-    try:
-        return concurrent.work(burst, max_jobs, max_idle_time) > 0
-    except StopRequested:
-        return concurrent.started > 0
-    finally:
-        worker._concurrent = None
-        worker.teardown()
