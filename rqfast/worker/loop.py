@@ -2,11 +2,11 @@
 
 The loop is an object the worker owns; where a job runs is its runner's:
 
-- inline (concurrency 1): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave as in RQ;
-  the worker's `process_claim` runs the job (in process, or in a horse it watches) and records it
-  with ONE finish_job call that also claims the next job, which the loop runs next;
-- slots (concurrency N): plain functions on slots.py's threads, `async def` functions on its one
-  event loop (steps.py), a forking or spawn worker's jobs in horses of their own (horses.py); they
+- inline (concurrency 1, inline.py): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave
+  as in RQ; the worker's `process_claim` runs the job (in process, or in a horse it watches) and
+  records it with ONE finish_job call that also claims the next job, which the loop runs next;
+- slots (concurrency N, steps.py): plain functions on slots.py's threads, `async def` functions on
+  its one event loop, a forking or spawn worker's jobs in horses of their own (horses.py); they
   report back here.
 
 A turn of the loop: wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE call
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import queue
 import sys
-import threading
 import time
 import uuid
 from datetime import datetime
@@ -41,20 +40,17 @@ from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
 from ..outcome import Outcome, OutcomeKind
-from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
 from .horses import Horses
+from .inline import Inline
 from .signals import ColdShutdown
 from .slots import (
     Done,
-    EventLoop,
     Running,
-    Tails,
-    Threads,
     claimed_timeout,
     stopped_outcome,
     timed_out_outcome,
 )
-from .steps import JobSteps
+from .steps import Slots
 from .waiting import empty_wait, log_dropped, redis_lost, stays_suspended
 
 if TYPE_CHECKING:
@@ -64,42 +60,40 @@ STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
 
 
-class Loop(JobSteps):
-    """The loop of one worker running up to `size` jobs at once (inline, on its own thread, when 1)."""
+class Loop:
+    """The loop of one worker running up to `size` jobs at once: on its own thread when 1 (inline.py),
+    else in slots (steps.py: threads, one event loop, horses)."""
 
     coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
 
     def __init__(self, worker: BaseWorker, size: int) -> None:
         self.worker = worker
         self.size = size
-        self.inline = size == 1  # the runner: the loop's own thread, else slots (threads, event loop, horses)
-        self.in_hand = engine.Claim()  # inline: what the last record claimed, run next
+        self.in_hand = engine.Claim()  # what the last inline record claimed: run next
         self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
-        self.running: dict[str, Running] = {}  # by execution id
-        self.threads = Threads(worker.name, self._report)
-        self.events: EventLoop | None = None
+        self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
         self.backoff = Backoff()
-        self._events_lock = threading.Lock()
-        self.async_next = False  # the last job loaded was async: load the next on the event loop's thread
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
-        self.tails = Tails()
-        # a forking or spawn worker's jobs run in horses of their own (horses.py); inline, the worker's execute
-        self.horses = None if worker.runs_jobs_in_process or self.inline else Horses(worker)
-        penalty = worker.death_penalty_class
-        # SIGALRM reaches only the main thread: on the job threads the loop enforces the timeout
-        self.penalty = NoDeathPenalty if issubclass(penalty, UnixSignalDeathPenalty) else penalty
+        # the runners: where a job runs
+        self.inline = Inline(worker) if size == 1 else None
+        self.slots = Slots(worker, self._report, lambda: self.closed) if size > 1 else None
 
     def _report(self, token: object, done: Done | None) -> None:
         self.reports.put((token, done))
 
     def stop_job(self, job_id: str) -> bool:
         """A stop-job command (from the command thread): the loop ends the job; False inline (the worker's to do)."""
-        if self.inline:
-            return False
+        if self.inline is not None:
+            return self.inline.stop_job(job_id)
         self.reports.put((STOP, job_id))
         return True
+
+    @property
+    def horses(self) -> Horses | None:
+        """The horses of a forking or spawn worker's slots (None inline: the worker runs its own)."""
+        return None if self.slots is None else self.slots.horses
 
     # --- the loop
 
@@ -109,11 +103,12 @@ class Loop(JobSteps):
         self.started, self.max_jobs = 0, max_jobs
         # The loop thread gets the GIL back from the job threads sooner after each Redis call
         switch = sys.getswitchinterval()
-        if not self.inline:
+        if self.slots is not None:
             sys.setswitchinterval(min(switch, CONCURRENT_SWITCH_INTERVAL))
         try:
             self._run(burst, max_idle_time)
-            self.tails.wait()  # the hooks that go on after their job was recorded return first
+            if self.slots is not None:
+                self.slots.tails.wait()  # the hooks that go on after their job was recorded return first
         except BaseException as exc:
             reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
             self._fail_all(reason)
@@ -121,9 +116,8 @@ class Loop(JobSteps):
         finally:
             self.closed = True
             sys.setswitchinterval(switch)
-            self.threads.close()
-            if self.events is not None:
-                self.events.close()
+            if self.slots is not None:
+                self.slots.close()
         return self.started
 
     def _run(self, burst: bool, max_idle_time: int | None) -> None:
@@ -160,7 +154,8 @@ class Loop(JobSteps):
                 break  # (a claim drops 100 ids without a job hash at most: there may be more behind them)
         if not claim:
             return False
-        self.in_hand = self._run_inline(claim, claim_next, now)
+        assert self.inline is not None, 'step() runs one job inline'
+        self.in_hand = self.inline.run(claim, claim_next, now)
         return True
 
     def _turn(self, burst: bool, poll_at: float) -> float | None:
@@ -260,21 +255,23 @@ class Loop(JobSteps):
         for execution_id, running in list(self.running.items()):
             if running.deadline is not None and now >= running.deadline:
                 del self.running[execution_id]
-                outcome = timed_out_outcome(self.worker, self._job_of(running), running.timeout, self.penalty)
-                ended.append((running, self._done(running, outcome)))
+                slots = self._slots()
+                outcome = timed_out_outcome(self.worker, slots.job_of(running), running.timeout, slots.penalty)
+                ended.append((running, slots.done(running, outcome)))
         return ended
 
     def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
         token, value = item
-        if token is STOP and self.horses is not None:
-            self.horses.stop(str(value))  # its horse is killed; its watcher reports the job stopped
+        slots = self._slots()
+        if token is STOP and slots.horses is not None:
+            slots.horses.stop(str(value))  # its horse is killed; its watcher reports the job stopped
             return
         if token is STOP:
             for execution_id, running in list(self.running.items()):
                 if running.claim.job_id == value:
                     del self.running[execution_id]
-                    outcome = stopped_outcome(self.worker, self._job_of(running), running.task, self.penalty)
-                    ended.append((running, self._done(running, outcome)))
+                    outcome = stopped_outcome(self.worker, slots.job_of(running), running.task, slots.penalty)
+                    ended.append((running, slots.done(running, outcome)))
             return
         found = self.running.pop(str(token), None)
         if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
@@ -283,19 +280,15 @@ class Loop(JobSteps):
         elif found is not None:
             ended.append((found, value))
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
-            self.tails.answer(value.ack, False)
+            slots.tails.answer(value.ack, False)
 
     # --- starting a job: inline, it runs here; else the loop only hands the claim over (steps.py loads,
     # runs and plans it)
 
     def _start(self, claim: engine.Claim) -> None:
         worker = self.worker
-        if self.inline:  # the job runs, and is recorded with the next claim, which runs next...
-            while claim:
-                self.started += 1
-                more = not worker._stop_requested and (self.max_jobs is None or self.started < self.max_jobs)
-                claim = self._run_inline(claim, more, None)
-            self.in_hand = engine.Claim()
+        if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
+            self.inline.run_from(claim, self._one_more)
             return
         worker._queue_order.claimed_from(claim.queue or '')
         worker._recorder.hold(claim)
@@ -303,48 +296,37 @@ class Loop(JobSteps):
         timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
         running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
         self.running[claim.execution_id] = running
-        if self.async_next and self.events is not None:  # the event loop's thread loads it: one hop less
-            self.events.call(lambda: self._prepare_on_loop(running))
-        else:
-            self.threads.submit(claim.execution_id, lambda: self._guarded(self._load_and_run, running))
+        self._slots().start(running)
+
+    def _one_more(self) -> bool:
+        """Inline, as a job starts: counted; whether its record may claim the next."""
+        self.started += 1
+        return not self.worker._stop_requested and (self.max_jobs is None or self.started < self.max_jobs)
+
+    def _slots(self) -> Slots:
+        assert self.slots is not None, 'jobs in slots: concurrency > 1'
+        return self.slots
 
     # --- recording
-
-    def _run_inline(self, claim: engine.Claim, claim_next: bool, now: datetime | None) -> engine.Claim:
-        """The inline runner: the worker's process_claim runs the job on this thread and records it with
-        one finish_job call, claiming the next (unless not claim_next); the answer is that claim. An
-        error the job did not cause (a script error) is logged with its id, and work goes on."""
-        worker = self.worker
-        try:
-            next_claim = worker.process_claim(claim, claim_next=claim_next, now=now)
-        except Exception:
-            worker.log.exception(
-                'Worker %s: could not finish job %s; maintenance will find it', worker.name, claim.job_id
-            )
-            worker._recorder.idle()
-            return engine.Claim()
-        if next_claim:
-            worker._queue_order.claimed_from(next_claim.queue or '')
-        log_dropped(worker.log, worker.name, next_claim)
-        return next_claim
 
     def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
         """One call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed. Inline,
         nothing ends here (each record claimed the next job already): a claim_job call."""
         recorder = self.worker._recorder
-        if self.inline and not ended:
+        if self.inline is not None and not ended:
             first = self._claim_one() if claim else engine.Claim()
             return engine.Batch([], [first] if first else [], suspended=first.suspended)
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
-        jobs = [(self._job_of(running), done) for running, done in ended]
+        slots = self._slots()
+        jobs = [(slots.job_of(running), done) for running, done in ended]
         batch = recorder.finish_many([(job, done.ended) for job, done in jobs], claim, still, now)
-        if self.horses is not None:
-            self.horses.recorded()  # the horses standing by after their report may exit
+        if slots.horses is not None:
+            slots.horses.recorded()  # the horses standing by after their report may exit
         for (job, done), recorded in zip(jobs, batch.recorded, strict=True):
             # (a hook logs its own lines)
             recorder.account(job, done.outcome, done.plan, recorded, log=done.ack is None)
             if done.ack is not None:
-                self.tails.answer(done.ack, recorded)
+                slots.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
             recorder.idle()
         return batch
@@ -353,12 +335,12 @@ class Loop(JobSteps):
         """A cold shutdown: every job in flight fails, with the reason, in one call."""
         if not self.running:
             return
-        now = dates.now()
+        now, slots = dates.now(), self._slots()
         ended = []
         for running in self.running.values():
-            job = self._job_of(running)
+            job = slots.job_of(running)
             job.ended_at = job.last_heartbeat = now
-            ended.append((running, self._done(running, Outcome(OutcomeKind.FAILURE, exc_string=reason))))
+            ended.append((running, slots.done(running, Outcome(OutcomeKind.FAILURE, exc_string=reason))))
         self.running.clear()
         try:
             self._record(ended, 0, now)
