@@ -100,7 +100,8 @@ class Loop:
     def work(self, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> int:
         """Run jobs until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; jobs started."""
         worker = self.worker
-        self.started, self.max_jobs = 0, max_jobs
+        # (RQ looks at max_jobs once a job is done: 0 runs one)
+        self.started, self.max_jobs = 0, None if max_jobs is None else max(max_jobs, 1)
         # The loop thread gets the GIL back from the job threads sooner after each Redis call
         switch = sys.getswitchinterval()
         if self.slots is not None:
