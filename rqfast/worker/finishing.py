@@ -1,8 +1,10 @@
 """Running one claimed job: load it, execute it, and record how it ended (claiming the next in the same call).
 
-process_claim is the body of the worker's step: one claim in, the next claim out, one finish_job
-script call in between (the worker's recorder.py makes it, and plans what it writes); how a job is
-executed (in process, in a forked horse, in a spawned child) is the subclass's `execute`.
+process_claim is what the loop's inline runner (inline.py) does with a job, at concurrency 1: one
+claim in, the next claim out, one finish_job script call in between (the worker's recorder.py makes
+it, and plans what it writes); how a job is executed (in process, in a forked horse, in a spawned
+child) is the subclass's `execute`. Loading a job (_load_job and its stand-ins) serves the slots
+runner too (steps.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def clock(now: datetime | None) -> Callable[[], datetime]:
 
 
 class Finishing:
-    """The claim -> job -> outcome -> Plan -> finish_job path, as the worker's own methods.
+    """The claim -> job -> outcome -> its record path of a job run inline, as the worker's own methods.
 
     Reads from the worker: connection, name, job_class, serializer, log, the stop flags and its
     recorder (recorder.py: the jobs in flight, the finish call, what follows it).
