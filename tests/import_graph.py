@@ -132,7 +132,6 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.webhook', 'urllib.parse'): (1, 'start-up cost: loading a job (in a horse) needs no URL parsing'),
     ('rqfast.webhook', 'urllib.request'): (2, 'start-up cost: only a worker that sends a webhook'),
     # rqfast/worker/: being reworked into one loop (issue 25, item 1), which removes or reasons these
-    ('rqfast.worker.base', 'rqfast.worker.concurrent'): (1, 'start-up cost: only a worker with concurrency > 1'),
     ('rqfast.worker.spawn', 'rqfast.horse'): (1, 'start-up cost: only an RQ-style spawned child serves a job'),
     ('rqfast.worker.spawn', 'traceback'): (1, 'start-up cost: only a spawned child that fails'),
     ('rqfast.worker.upkeep', 'rqfast.group'): (1, 'no reason recorded: kept for the worker loop rework'),
@@ -143,7 +142,7 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
 # Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class
 # whose module imports it at run time. (module, what it imports) -> why no small protocol replaces it.
 # tests/test_layers.py fails on a loop not listed here, and on an entry no longer found.
-_WORKER_REWORK = 'rqfast/worker/: left to the one-loop rework (issue 25, item 1)'
+_WORKER_LOOP = "the worker's loop, its runners and recorder act on the BaseWorker that owns them (its hooks)"
 TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.command', 'rqfast.worker'): "RQ's command handlers act on the worker itself (six of its members)",
     ('rqfast.dependencies', 'rqfast.job'): "Job.dependencies_are_met's body, typed as the Job it serves",
@@ -154,8 +153,10 @@ TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
     ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
     ('rqfast.types', 'rqfast.job'): "RQ's type aliases (rq.types) name Job",
-    ('rqfast.worker.concurrent', 'rqfast.worker.base'): _WORKER_REWORK,
-    ('rqfast.worker.steps', 'rqfast.worker.base'): _WORKER_REWORK,
+    ('rqfast.worker.inline', 'rqfast.worker.base'): _WORKER_LOOP,
+    ('rqfast.worker.loop', 'rqfast.worker.base'): _WORKER_LOOP,
+    ('rqfast.worker.recorder', 'rqfast.worker.base'): _WORKER_LOOP,
+    ('rqfast.worker.steps', 'rqfast.worker.base'): _WORKER_LOOP,
 }
 
 

@@ -177,6 +177,15 @@ def test_a_number_given_to_config_hints_at_concurrency(redis_url: str) -> None:
     assert 'concurrency' not in result.output
 
 
+def test_a_concurrency_the_worker_class_cannot_run_names_the_classes_that_can(redis_url: str) -> None:
+    """One check (BaseWorker.check_concurrency), made before Redis is touched; Worker runs horses at once too."""
+    result = invoke('worker', '-u', redis_url, '-w', 'rqfast.worker.base.BaseWorker', '-C', '2')
+    line = assert_one_line_error(result, '--concurrency', 'BaseWorker runs one job at a time', 'Worker and SpawnWorker')
+    with pytest.raises(ValueError) as raised:
+        rqfast.worker.BaseWorker.check_concurrency(2)
+    assert line.endswith(str(raised.value))
+
+
 def test_broken_config_module(tmp_path: Path) -> None:
     (tmp_path / 'broken_settings_xyz.py').write_text('REDIS_URL = \n')
     assert_one_line_error(invoke('worker', '-P', str(tmp_path), '-c', 'broken_settings_xyz'), '--config')

@@ -22,7 +22,7 @@ import rqfast
 from rqfast.job import Retry
 from rqfast.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from rqfast.status import JobStatus
-from rqfast.worker import SimpleWorker
+from rqfast.worker import BaseWorker, SimpleWorker, loop
 
 try:
     import concurrency_jobs as cj
@@ -50,6 +50,33 @@ def test_concurrency_must_be_a_positive_integer(redis_conn: redis.Redis) -> None
         with pytest.raises(ValueError, match='concurrency'):
             SimpleWorker(['q'], connection=redis_conn, concurrency=bad)  # type: ignore[arg-type]
     assert SimpleWorker(['q'], connection=redis_conn).concurrency == 1
+
+
+def test_concurrency_above_one_is_refused_only_where_jobs_run_one_at_a_time(redis_conn: redis.Redis) -> None:
+    with pytest.raises(ValueError, match='BaseWorker runs one job at a time.*SimpleWorker.*Worker and SpawnWorker'):
+        BaseWorker(['q'], connection=redis_conn, concurrency=2)
+    assert rqfast.Worker(['q'], connection=redis_conn, concurrency=2).concurrency == 2
+    assert SimpleWorker(['q'], connection=redis_conn, concurrency=2).concurrency == 2
+
+
+@pytest.mark.parametrize('concurrency', [1, 3])
+def test_one_loop_runs_every_concurrency(
+    connection: redis.Redis, monkeypatch: pytest.MonkeyPatch, concurrency: int
+) -> None:
+    """Concurrency 1 is the loop with one slot and the inline runner, not a path of its own."""
+    seen: list[tuple[int, bool, bool]] = []
+    work = loop.Loop.work
+
+    def spy(self: loop.Loop, *args: Any) -> int:
+        seen.append((self.size, self.inline is not None, self.slots is not None))
+        return work(self, *args)
+
+    monkeypatch.setattr(loop.Loop, 'work', spy)
+    q = rqfast.Queue('q', connection=connection)
+    jobs = [q.enqueue(cj.sleep_then, 0, i) for i in range(4)]
+    assert SimpleWorker([q], connection=connection, concurrency=concurrency).work(burst=True, logging_level='WARNING')
+    assert seen == [(concurrency, concurrency == 1, concurrency > 1)]
+    assert [job.return_value() for job in jobs] == [0, 1, 2, 3]
 
 
 def test_outcomes_with_several_jobs_in_flight(redis_conn: redis.Redis) -> None:

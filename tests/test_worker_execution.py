@@ -121,6 +121,16 @@ def test_max_jobs_stops_the_worker(connection: redis.Redis) -> None:
     assert FinishedJobRegistry('q', connection=connection).count == 2
 
 
+@pytest.mark.parametrize('concurrency', [1, 3])
+def test_max_jobs_zero_runs_one_job_as_rq_does_at_any_concurrency(connection: redis.Redis, concurrency: int) -> None:
+    """RQ looks at max_jobs once a job is done: max_jobs=0 runs one job; one loop, one rule, at 1 as at N."""
+    q = Queue('q', connection=connection)
+    for i in range(3):
+        q.enqueue(jobs.add, i, i)
+    worker = work(connection, max_jobs=0, concurrency=concurrency)
+    assert worker.successful_job_count == 1 and q.count == 2
+
+
 def test_max_idle_time_stops_a_waiting_worker(redis_conn: redis.Redis) -> None:
     worker = SimpleWorker(['q'], connection=redis_conn)
     started = time.monotonic()

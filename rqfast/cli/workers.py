@@ -140,6 +140,10 @@ def worker(**options: Any) -> None:
 def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWorker, dict[str, Any]]:
     """Everything the command line names, checked before the worker starts: the worker and work()'s kwargs."""
     worker_class = classes.worker_class(opts.worker_class)
+    try:
+        worker_class.check_concurrency(opts.concurrency)
+    except ValueError as exc:
+        raise CliError(f'--concurrency: {exc}') from None
     job_class = classes.job_class(opts.job_class)
     queue_class = classes.queue_class(opts.queue_class)
     serializer = classes.serializer(opts.serializer)
@@ -168,10 +172,6 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         queue_class(name, connection=connection, job_class=job_class, serializer=serializer) for name in queue_names
     ]
     extra: dict[str, Any] = {'concurrency': opts.concurrency} if opts.concurrency > 1 else {}
-    if opts.concurrency > 1 and not getattr(worker_class, 'runs_jobs_concurrently', False):
-        raise CliError(
-            f'--concurrency {opts.concurrency}: {worker_class.__name__} runs one job at a time (use -w SimpleWorker)'
-        )
     instance = worker_class(
         queues,
         name=opts.name or settings.get('NAME'),

@@ -1,13 +1,14 @@
-"""BaseWorker: the work loop; every worker class shares it.
+"""BaseWorker: what every worker class shares; work() starts the worker and runs its loop.
 
-The loop is `step()` repeated: run the claim in hand (or claim one), execute it, finish it and take
-the next claim from the same script call. work() is that loop plus starting and stopping: it waits
-(blocking) while the queues are empty and stops on burst, max_jobs, max_idle_time or a signal.
+The loop is loop.py's, one for every concurrency: at concurrency 1 it is `step()` repeated (run the
+claim in hand, or claim one, execute it, finish it and take the next claim from the same script
+call); at N, up to N jobs in flight. It waits (blocking) while the queues are empty and stops on
+burst, max_jobs, max_idle_time or a signal; recorder.py records how each job ended.
 
 The worker's other duties have files of their own: records.py (the worker hash, reading workers
 back), commands.py (RQ's pub/sub commands), signals.py (SIGINT/SIGTERM: warm and cold shutdown),
-upkeep.py (heartbeat and maintenance threads, the scheduler), finishing.py (one claimed job, from
-its hash to the Plan recording how it ended), order.py (dequeue strategies), waiting.py (blocking
+upkeep.py (heartbeat and maintenance threads, the scheduler), finishing.py (one claimed job run
+inline, from its hash to its recorded end), order.py (dequeue strategies), waiting.py (blocking
 while the queues are empty); how a job is executed is simple.py's, forking.py's or spawn.py's, the
 last two with pool.py (the horses) and watching.py (the horse running a job).
 
@@ -37,7 +38,6 @@ import redis
 from redis import Redis
 
 from .. import cluster, engine, keys, scripts
-from ..backoff import Backoff
 from ..connections import has_sockets
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
@@ -59,6 +59,7 @@ from . import records
 from .commands import Commands
 from .finishing import Finishing
 from .hooks import JobHooks, handler_list
+from .loop import Loop
 from .order import DequeueStrategy, QueueOrder
 from .queues import (
     configure_socket_timeout,
@@ -69,6 +70,7 @@ from .queues import (
     socket_timeout,
     worker_queue,
 )
+from .recorder import Recorder
 from .records import WorkerRecords
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
@@ -76,7 +78,7 @@ from .signals import StopSignals
 from .signals import signal_name as signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, Upkeep
-from .waiting import Waiter, idle_wait, log_dropped
+from .waiting import Waiter, log_dropped
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -89,7 +91,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
     death_penalty_class: Any = UnixSignalDeathPenalty
     queue_class: type[Queue] = Queue
     job_class: type[Job] = Job
-    runs_jobs_concurrently = False  # concurrency > 1 (concurrent.py): the SimpleWorker's
+    runs_jobs_concurrently = False  # concurrency > 1 (loop.py's slots): SimpleWorker's, Worker's, SpawnWorker's
     dequeue_timeout = IDLE_WAKEUP  # seconds an idle worker blocks at a time (RQ's: worker_ttl - 15; see README)
     heartbeat_grace = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL is job_monitoring_interval plus this
 
@@ -116,12 +118,8 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         allow: Any = None,
         signing_key: str | bytes | None = None,
     ):
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ValueError(f'concurrency must be an integer >= 1, not {concurrency!r}')
-        if concurrency > 1 and not self.runs_jobs_concurrently:
-            raise ValueError(f'{type(self).__name__} runs one job at a time: concurrency > 1 needs a SimpleWorker')
-        self.concurrency = concurrency
-        self._concurrent: Any = None  # the loop of a worker with concurrency > 1 (concurrent.py), while it works
+        self.concurrency = self.check_concurrency(concurrency)
+        self._loop: Loop | None = None  # the work loop (loop.py), made by the first work() or step()
         self._hands = threading.local()  # the hooks' job in hand, per thread (hooks.py)
         # rq's Job and Queue (2.12's or 3.0's, django-rq's DjangoRQ, subclasses) become rqfast's (queues.py)
         self.job_class = own_job_class(self.job_class if job_class is None else job_class, logger)
@@ -162,14 +160,27 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self._interruptible = False  # blocked waiting for a job: a stop request may raise there
         self._shutdown_requested_date: datetime | None = None
         self._stopped_job_id: str | None = None
-        self._in_flight: dict[str, engine.Claim] = {}
-        self._claim_in_hand: engine.Claim | None = None  # what the last finish_job claimed: the next step runs it
+        self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
+        self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
         self._job_started_monotonic: float | None = None
         self._queue_order = QueueOrder([q.name for q in self.queues])
         self._upkeep: Upkeep | None = None
         self._waiter: Waiter | None = None
         self._engine_client: Any = None
         self.look_for_hooks()
+
+    @classmethod
+    def check_concurrency(cls, concurrency: Any) -> int:
+        """The one check of a concurrency (the CLI's too): an integer >= 1, and > 1 only for a class that runs
+        jobs concurrently (SimpleWorker, Worker and SpawnWorker do); a ValueError that says so otherwise."""
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ValueError(f'concurrency must be an integer >= 1, not {concurrency!r}')
+        if concurrency > 1 and not cls.runs_jobs_concurrently:
+            raise ValueError(
+                f'concurrency {concurrency}: {cls.__name__} runs one job at a time (SimpleWorker runs jobs on threads '
+                'and an event loop, Worker and SpawnWorker in a horse each: use one of them, or a subclass)'
+            )
+        return concurrency
 
     # --- identity
 
@@ -262,31 +273,23 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self.bootstrap(logging_level, date_format, log_format)
         if with_scheduler:
             self.start_scheduler(burst)
-        if self.concurrency > 1 and self.uses_hooks and not self.runs_jobs_in_process:
+        size = self.concurrency
+        if size > 1 and self.uses_hooks and not self.runs_jobs_in_process:
             self.log.warning(
                 "Worker %s: %s overrides RQ's hooks, which a forking or spawn worker runs one job at a time: "
                 'concurrency %d is not used',
                 self.name,
                 type(self).__name__,
-                self.concurrency,
+                size,
             )
-        elif self.concurrency > 1:  # (a SimpleWorker's hooks run on each job's thread)
-            from .concurrent import work_concurrently
-
-            return work_concurrently(self, burst, max_jobs, max_idle_time)
-        completed = 0
+            size = 1  # (a SimpleWorker's hooks run on each job's thread)
+        loop = self._loop_of(size)
         try:
-            while self._claim_in_hand or self._wait_for_claim(burst, max_idle_time):
-                completed += 1
-                more = not self._stop_requested and (max_jobs is None or completed < max_jobs)
-                self.step(claim_next=more)
-                if not more:
-                    break
+            return loop.work(burst, max_jobs, max_idle_time) > 0
         except StopRequested:
-            pass
+            return loop.started > 0
         finally:
             self.teardown()
-        return completed > 0
 
     def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
         """One turn of the loop: run the claim in hand, or claim a job (never blocking); False if there was none.
@@ -295,28 +298,16 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         runs it. `now` pins the time the worker records (the claim, the finish, a SimpleWorker's run),
         like huey's Worker.loop(now), so a test can step a worker without threads or sleeps.
         """
-        claim, self._claim_in_hand = self._claim_in_hand, None
-        while not claim:
-            claim = self._claim(now=now)
-            if claim.suspended or not claim.dropped:
-                break  # (a claim drops 100 ids without a job hash at most: there may be more behind them)
-        if not claim:
-            return False
-        self._claim_in_hand = self._process_safely(claim, claim_next, now)
-        return True
+        return self._loop_of(1).step(now, claim_next)
 
-    def _process_safely(self, claim: engine.Claim, claim_next: bool, now: datetime | None) -> engine.Claim:
-        """process_claim; an error the job did not cause (a script error) is logged with its id, and work goes on."""
-        try:
-            next_claim = self.process_claim(claim, claim_next=claim_next, now=now)
-        except Exception:
-            self.log.exception('Worker %s: could not finish job %s; maintenance will find it', self.name, claim.job_id)
-            self._state = WorkerStatus.IDLE
-            return engine.Claim()
-        if next_claim:
-            self._queue_order.claimed_from(next_claim.queue or '')
-        self._log_dropped(next_claim)
-        return next_claim
+    def _loop_of(self, size: int) -> Loop:
+        """The worker's loop (loop.py) with `size` slots; a new one takes over the claim in hand."""
+        loop = self._loop
+        if loop is None or loop.size != size or loop.closed:
+            in_hand = loop.in_hand if loop is not None else engine.Claim()
+            loop = self._loop = Loop(self, size)
+            loop.in_hand = in_hand
+        return loop
 
     def _claim(
         self, moved: tuple[str, str] | None = None, now: datetime | None = None, execution_id: str = ''
@@ -328,43 +319,6 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         if claim:
             self._queue_order.claimed_from(claim.queue or '')
         return claim
-
-    def _wait_for_claim(self, burst: bool, max_idle_time: int | None) -> bool:
-        """Until a claim is in hand, blocking while the queues are empty (not in burst mode). False: time to stop."""
-        idle_since = time.monotonic()
-        backoff = Backoff()
-        moved: tuple[str, str] | None = None
-        resend = ''  # the execution id of a claim whose reply was lost: sent again as it was
-        while not self._stop_requested and not self._claim_in_hand:
-            try:
-                if not resend:
-                    resend = uuid.uuid4().hex
-                claim = self._claim(moved, execution_id=resend)
-                moved, resend = None, ''
-                backoff.reset()
-                if claim:
-                    self._claim_in_hand = claim
-                elif claim.dropped and not claim.suspended:
-                    continue  # a claim looks at 100 dropped ids at most: there may be more behind them
-                elif claim.suspended:
-                    if burst:
-                        self.log.info('Worker %s: suspended in burst mode, exiting', self.name)
-                        return False
-                    self._wait_while_suspended()
-                elif burst:
-                    self.log.info('Worker %s: done, quitting', self.name)
-                    return False
-                else:
-                    wait = idle_wait(self.dequeue_timeout, idle_since, max_idle_time)
-                    if wait is None:
-                        self.log.info('Worker %s: idle for %d seconds, quitting', self.name, max_idle_time)
-                        return False
-                    moved = self._interruptibly(self._waiter_for().wait, wait)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                delay = backoff.next()
-                self.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', self.name, exc, delay)
-                self._interruptibly(time.sleep, delay)
-        return bool(self._claim_in_hand)
 
     def _waiter_for(self) -> Waiter:
         if self._waiter is None or self._waiter.queues != self._queue_order.names:

@@ -1,33 +1,31 @@
 """Running one claimed job: load it, execute it, and record how it ended (claiming the next in the same call).
 
-process_claim is the body of the worker's step: one claim in, the next claim out, one finish_job
-script call in between. What an outcome means (the Plan that call writes) is decided in one
-place, `_plan` below (its fallback included); how a job is executed (in process, in a forked
-horse, in a spawned child) is the subclass's `execute`.
+process_claim is what the loop's inline runner (inline.py) does with a job, at concurrency 1: one
+claim in, the next claim out, one finish_job script call in between (the worker's recorder.py makes
+it, and plans what it writes); how a job is executed (in process, in a forked horse, in a spawned
+child) is the subclass's `execute`. Loading a job (_load_job and its stand-ins) serves the slots
+runner too (steps.py).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import traceback
-import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import redis
 from redis import Redis
 
-from .. import dates, engine, keys
-from ..backoff import Backoff
-from ..defaults import DEFAULT_RESULT_TTL, WEBHOOK_SHUTDOWN_WAIT
+from .. import dates, engine
+from ..defaults import WEBHOOK_SHUTDOWN_WAIT
 from ..job import Job
 from ..jobhash import unreadable_fields
 from ..outcome import Outcome, OutcomeKind
 from ..security import JobPolicy, restore_sealed, sealed_fields
 from ..status import JobStatus, WorkerStatus
-from .webhooks import WebhookJob, WebhookSender, status_to_send
+from .recorder import Recorder
+from .webhooks import WebhookSender
 
 
 def clock(now: datetime | None) -> Callable[[], datetime]:
@@ -39,10 +37,10 @@ def clock(now: datetime | None) -> Callable[[], datetime]:
 
 
 class Finishing:
-    """The claim -> job -> outcome -> Plan -> finish_job path, as the worker's own methods.
+    """The claim -> job -> outcome -> its record path of a job run inline, as the worker's own methods.
 
-    Reads from the worker: connection, name, job_class, serializer, default_result_ttl,
-    disable_default_exception_handler, log, the stop flags and the claim/finish calls' connection.
+    Reads from the worker: connection, name, job_class, serializer, log, the stop flags and its
+    recorder (recorder.py: the jobs in flight, the finish call, what follows it).
     """
 
     connection: Redis
@@ -50,29 +48,20 @@ class Finishing:
     log: logging.Logger
     job_class: type[Job]
     serializer: Any
-    default_result_ttl: int
     log_job_description: bool
-    disable_default_exception_handler: bool
-    successful_job_count: int
-    failed_job_count: int
-    total_working_time: float
     _state: WorkerStatus
     _stop_requested: bool
     _stopped_job_id: str | None
     _in_flight: dict[str, engine.Claim]
     _job_started_monotonic: float | None
     uses_hooks: bool
-    _webhook_sender: WebhookSender | None = None  # started with the first webhook to send
+    _recorder: Recorder
     webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
     job_policy: JobPolicy | None
     job_observer: Callable[[Job, Outcome], None] | None = None  # told each recorded end (rqfast.metrics)
     runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
     process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
-    _log_completed: Callable[[Job], None]  # JobHooks'
-    _log_job_ok: Callable[[Job], None]  # JobHooks'
     _log_exception: Callable[..., None]  # JobHooks'
-    _engine_connection: Callable[[], Any]  # BaseWorker's
-    _ref: Callable[[], engine.WorkerRef]  # BaseWorker's
 
     def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
         """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""
@@ -81,9 +70,8 @@ class Finishing:
     def process_claim(self, claim: engine.Claim, claim_next: bool = True, now: datetime | None = None) -> engine.Claim:
         """Execute a claimed job and finish it; the answer is the next claim (empty when none)."""
         job_id, queue = claim.job_id or '', claim.queue or ''
-        self._in_flight[job_id] = claim
-        self._state = WorkerStatus.BUSY
-        self._job_started_monotonic = time.monotonic()
+        self._job_started_monotonic = None  # (the run's own, from now)
+        self._recorder.hold(claim)
         job: Job | None = None
         outcome: Outcome | None = None
         try:
@@ -115,155 +103,24 @@ class Finishing:
         # a warm shutdown requested while the job ran takes no next job
         next_claim = self._finish(job, claim, outcome, claim_next and not self._stop_requested, now)
         if next_claim.recorded:
-            self._log_outcome(job, outcome)
+            self._recorder.log_outcome(job, outcome)
         return next_claim
 
     def _finish(
         self, job: Job, claim: engine.Claim, outcome: Outcome, claim_next: bool, now: datetime | None = None
     ) -> engine.Claim:
-        job_id, queue = claim.job_id or '', claim.queue or ''
-        stopped = self._stopped_job_id == job_id
+        """Record how the job ended (the recorder's finish_job call), claiming the next unless not claim_next."""
+        stopped = self._stopped_job_id == claim.job_id
         if stopped:
             self._stopped_job_id = None
-        plan = self._plan(job, claim, outcome, stopped, clock(now)())
-        working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
-        try:
-            next_claim = self._record(job_id, queue, claim.execution_id, plan, working, claim_next, now)
-        finally:
-            self._in_flight.pop(job_id, None)
-        self._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
-        if not next_claim.recorded:  # fenced off: the job was recovered, or claimed again, meanwhile
-            self.log.warning(
-                'Worker %s: job %s ended (%s), but this worker no longer owned it (its execution ended: '
-                'recovered or claimed again elsewhere); nothing recorded',
-                self.name,
-                job_id,
-                outcome.kind.value,
-            )
-            return next_claim
-        if job.webhooks:
-            self._send_webhooks(job, outcome, plan)
-        if outcome.kind is OutcomeKind.SUCCESS:
-            self.successful_job_count += 1
-        else:
-            self.failed_job_count += 1
-        self.total_working_time += working
-        if self.job_observer is not None:  # from what this worker holds: no round trip
-            self.job_observer(job, outcome)
-        return next_claim
+        plan = self._recorder.plan(job, claim, outcome, stopped, clock(now)())
+        return self._recorder.finish_one(job, claim, outcome, plan, claim_next, now)
 
-    # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)
+    # --- its webhooks, once its end is recorded: the recorder hands them to the worker's sending thread
 
-    def _plan(self, job: Job, claim: engine.Claim, outcome: Outcome, stopped: bool, now: datetime) -> engine.Plan:
-        if stopped and outcome.kind is OutcomeKind.FAILURE:  # a stop command ended it: its horse was killed
-            outcome = Outcome(OutcomeKind.STOPPED, exc_string=outcome.exc_string, exc_info=outcome.exc_info)
-        try:
-            return self._planned(
-                job, claim, outcome, now, self.default_result_ttl, self.disable_default_exception_handler
-            )
-        except Exception as exc:  # a field that loaded but cannot be used, e.g. retry_intervals "abc"
-            unplannable = Outcome(OutcomeKind.POISON, exc_string=outcome.exc_string + self._unplannable(job, exc))
-            return self._planned(job, claim, unplannable, now, DEFAULT_RESULT_TTL, False)
-
-    def _planned(
-        self, job: Job, claim: engine.Claim, outcome: Outcome, now: datetime, result_ttl: int, disable_handler: bool
-    ) -> engine.Plan:
-        return engine.plan(
-            job,
-            outcome,
-            now,
-            worker_name=self.name,
-            execution_id=claim.execution_id,
-            started_at=claim.started_at,
-            default_result_ttl=result_ttl,
-            disable_default_exception_handler=disable_handler,
-        )
-
-    def _unplannable(self, job: Job, exc: Exception) -> str:
-        fields = ', '.join(
-            f'{name}={getattr(job, name)!r}'
-            for name in (
-                'retries_left',
-                'retry_intervals',
-                'repeats_left',
-                'repeat_intervals',
-                'result_ttl',
-                'failure_ttl',
-            )
-        )
-        return (
-            f'rqfast: the outcome of job {job.id} could not be recorded as its hash asks ({fields}), '
-            f'so it failed: {type(exc).__name__}: {exc}\n'
-        )
-
-    # --- recording it
-
-    def _record(
-        self,
-        job_id: str,
-        queue: str,
-        execution_id: str,
-        plan: engine.Plan,
-        working: float,
-        claim_next: bool,
-        now: datetime | None = None,
-    ) -> engine.Claim:
-        """finish_job, retried with capped backoff while Redis is unreachable: an outcome is never dropped,
-        and never recorded twice (a call whose reply was lost is sent again as it was: if it ran, the
-        fence holds the second off and its answer is the job the first one claimed)."""
-        backoff = Backoff()
-        moment = now or dates.now()
-        next_execution = uuid.uuid4().hex
-        retried = False
-        while True:
-            try:
-                next_claim = engine.finish_job(
-                    self._engine_connection(),
-                    job_id,
-                    queue,
-                    execution_id,
-                    plan,
-                    working,
-                    self._ref(),
-                    claim_next=claim_next,
-                    moment=moment,
-                    next_execution=next_execution,
-                )
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                delay = backoff.next()
-                self.log.error(
-                    'Worker %s: could not record job %s: %s; retrying in %.0f s', self.name, job_id, exc, delay
-                )
-                time.sleep(delay)
-                retried = True
-                continue
-            if retried and not next_claim.recorded and self._recorded_before(job_id, execution_id):
-                self.log.info('Worker %s: job %s was recorded by the call whose reply was lost', self.name, job_id)
-                next_claim.recorded = True
-            return next_claim
-
-    def _recorded_before(self, job_id: str, execution_id: str) -> bool:
-        """After a lost reply: whether the job's latest result entry is this execution's (its call ran).
-        Only the entry's execution_id is read: nothing is deserialized here."""
-        try:
-            entries: Any = self.connection.xrevrange(keys.results_key(job_id), count=1)
-        except redis.RedisError:
-            return False
-        return bool(entries) and entries[0][1].get(b'execution_id') == execution_id.encode()
-
-    # --- its webhooks, once its end is recorded: handed to the worker's sending thread (webhooks.py)
-
-    def _send_webhooks(self, job: Job, outcome: Outcome, plan: engine.Plan) -> None:
-        status = status_to_send(outcome, plan)
-        matching = [webhook for webhook in job.webhooks if webhook.job_status == status]
-        if not matching:
-            return
-        subject = WebhookJob(job.id, self._webhook_func_name(job), job.enqueued_at, job.ended_at)
-        exc_string = outcome.exc_string if status is JobStatus.FAILED else None
-        if self._webhook_sender is None:
-            self._webhook_sender = WebhookSender(self.name)
-        for webhook in matching:
-            self._webhook_sender.submit(webhook, subject, exc_string)
+    @property
+    def _webhook_sender(self) -> WebhookSender | None:
+        return self._recorder.webhooks
 
     def _webhook_func_name(self, job: Job) -> str | None:
         """The function's name for a payload: the job ran in this process (a forking worker's says otherwise)."""
@@ -275,8 +132,7 @@ class Finishing:
 
     def close_webhooks(self) -> None:
         """Send the webhooks still pending, for webhook_shutdown_wait seconds at most (the worker is stopping)."""
-        if self._webhook_sender is not None:
-            self._webhook_sender.close(self.webhook_shutdown_wait)
+        self._recorder.close(self.webhook_shutdown_wait)
 
     # --- loading it
 
@@ -350,11 +206,3 @@ class Finishing:
             self.log.info('Worker %s: %s: %s (%s)', self.name, queue, job.description, job.id)
         else:
             self.log.info('Worker %s: %s: %s', self.name, queue, job.id)
-
-    def _log_outcome(self, job: Job, outcome: Outcome) -> None:
-        """After the fast path's record: RQ's success lines; a failure's error was logged where the job raised."""
-        if outcome.kind is OutcomeKind.SUCCESS:
-            self._log_completed(job)
-            self._log_job_ok(job)
-        elif outcome.kind is OutcomeKind.POISON:  # it never started: logged as a job that raised is
-            self._log_exception(job, outcome.exc_string)

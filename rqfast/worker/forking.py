@@ -247,13 +247,12 @@ class Worker(BaseWorker):
                 self._horse_killed = pid
         if first:
             self.log.info('Worker %s: killed horse pid %s', self.name, pid)
-        concurrent = self._concurrent
-        if concurrent is not None and concurrent.horses is not None:  # every horse, at concurrency > 1
-            concurrent.horses.kill_all(sig)
+        loop = self._loop
+        if loop is not None and loop.horses is not None:  # every horse, at concurrency > 1
+            loop.horses.kill_all(sig)
 
     def stop_job(self, job_id: str) -> None:
-        if self._concurrent is not None:
-            self._concurrent.stop_job(job_id)
+        if self._loop is not None and self._loop.stop_job(job_id):  # at concurrency > 1
             return
         self._stopped_job_id = job_id
         self.kill_horse()

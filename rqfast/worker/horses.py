@@ -1,4 +1,4 @@
-"""Several horses at once: a forking or spawn worker at concurrency > 1 (the loop is concurrent.py's).
+"""Several horses at once: a forking or spawn worker at concurrency > 1 (the loop is loop.py's).
 
 Each job in flight has a thread in the worker that hands it to a horse of its own (a fresh process
 per job, as at concurrency 1) and watches that horse: its report, its exit, its hard deadline. The

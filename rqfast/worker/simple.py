@@ -26,6 +26,5 @@ class SimpleWorker(BaseWorker):
 
     def stop_job(self, job_id: str) -> None:
         """At concurrency > 1 the job stops (its thread left to end, its task cancelled); else ignored, as in RQ."""
-        concurrent = self._concurrent
-        if concurrent is not None:
-            concurrent.stop_job(job_id)
+        if self._loop is not None:
+            self._loop.stop_job(job_id)

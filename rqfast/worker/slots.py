@@ -3,7 +3,7 @@
 Plain functions run on `Threads` (one thread per job in flight, kept for the next job); `async def`
 functions run as tasks of the one event loop of `EventLoop`, on a thread of its own. Neither talks
 to Redis: each hands back how its job ended by calling `report(token, outcome)`, and the worker's
-loop (concurrent.py) records it. A thread cannot be killed: one whose job outlived its timeout, or
+loop (loop.py) records it. A thread cannot be killed: one whose job outlived its timeout, or
 was stopped, is left to end on its own and its late report is dropped by the loop; a fresh thread
 takes its place, so the worker still has its N slots. The Outcome of a job that cannot say how it
 ended (past its deadline, stopped, its task broken) is made here too, for the loop to record.

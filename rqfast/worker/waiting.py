@@ -13,14 +13,56 @@ from __future__ import annotations
 import logging
 import select
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from redis import Redis
 
 from .. import keys, suspension, workerscripts
+from ..backoff import Backoff
 from ..cluster import node_client
 from ..connections import has_sockets
 from ..text import as_text
+
+
+class Idling(Protocol):
+    """What the loop's exits read from the worker."""
+
+    name: str
+    log: logging.Logger
+    dequeue_timeout: int
+
+    def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any: ...
+
+    def _wait_while_suspended(self) -> None: ...
+
+
+def empty_wait(worker: Idling, burst: bool, idle_since: float, max_idle_time: int | None) -> int | None:
+    """The queues are empty and nothing is in flight: seconds to block for a job, or None when it is
+    time to stop (burst mode, or idle for max_idle_time), logged as RQ logs it."""
+    if burst:
+        worker.log.info('Worker %s: done, quitting', worker.name)
+        return None
+    wait = idle_wait(worker.dequeue_timeout, idle_since, max_idle_time)
+    if wait is None:
+        worker.log.info('Worker %s: idle for %d seconds, quitting', worker.name, max_idle_time)
+    return wait
+
+
+def stays_suspended(worker: Idling, burst: bool) -> bool:
+    """The workers are suspended (nothing in flight): wait until resumed; False (logged) in burst mode."""
+    if burst:
+        worker.log.info('Worker %s: suspended in burst mode, exiting', worker.name)
+        return False
+    worker._wait_while_suspended()
+    return True
+
+
+def redis_lost(worker: Idling, exc: Exception, backoff: Backoff) -> None:
+    """Redis unreachable while the loop claims or waits: logged, then the backoff's next pause (a stop ends it)."""
+    delay = backoff.next()
+    worker.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', worker.name, exc, delay)
+    worker._interruptibly(time.sleep, delay)
 
 
 def idle_wait(dequeue_timeout: int, idle_since: float, max_idle_time: int | None) -> int | None:

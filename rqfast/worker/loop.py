@@ -1,0 +1,349 @@
+"""The worker's work loop, at every concurrency: up to N jobs in flight in one process (N = 1 by default).
+
+The loop is an object the worker owns; where a job runs is its runner's:
+
+- inline (concurrency 1, inline.py): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave
+  as in RQ; the worker's `process_claim` runs the job (in process, or in a horse it watches) and
+  records it with ONE finish_job call that also claims the next job, which the loop runs next;
+- slots (concurrency N, steps.py): plain functions on slots.py's threads, `async def` functions on
+  its one event loop, a forking or spawn worker's jobs in horses of their own (horses.py); they
+  report back here.
+
+A turn of the loop: wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE call
+records every outcome that came in meanwhile and claims as many jobs as slots are free (the
+recorder's: recorder.py). A job is claimed only for a free slot, and is started (started registry,
+execution, status, the worker busy) by the same call that claims it, so RQ's readers see it started
+at once. Under load several outcomes share a call, so a busy worker makes fewer round trips than
+jobs. When nothing runs and the queues are empty, the loop blocks (waiting.py) until a job comes, or
+stops: burst mode, max_jobs, max_idle_time, a shutdown.
+
+Timeouts on slots: an async job is cancelled at its timeout (JobTimeoutException, by its own task);
+a thread cannot be killed, so a thread job past its timeout is failed here at its deadline with
+JobTimeoutException, its slot given to the next job, and its thread's late report dropped (its
+execution has ended: a late finish would not be recorded). A stop-job ends a job the same way
+(STOPPED). A warm shutdown claims nothing more and waits for the jobs in flight; a cold shutdown
+fails them, each with the reason named, in one call.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from .. import dates, engine
+from ..backoff import Backoff
+from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
+from ..outcome import Outcome, OutcomeKind
+from .horses import Horses
+from .inline import Inline
+from .signals import ColdShutdown
+from .slots import (
+    Done,
+    Running,
+    claimed_timeout,
+    stopped_outcome,
+    timed_out_outcome,
+)
+from .steps import Slots
+from .waiting import empty_wait, log_dropped, redis_lost, stays_suspended
+
+if TYPE_CHECKING:
+    from .base import BaseWorker
+
+STOP = object()  # a stop-job request on the report queue: (STOP, job id)
+COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
+
+
+class Loop:
+    """The loop of one worker running up to `size` jobs at once: on its own thread when 1 (inline.py),
+    else in slots (steps.py: threads, one event loop, horses)."""
+
+    coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
+
+    def __init__(self, worker: BaseWorker, size: int) -> None:
+        self.worker = worker
+        self.size = size
+        self.in_hand = engine.Claim()  # what the last inline record claimed: run next
+        self.max_jobs: int | None = None
+        self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
+        self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
+        self.backoff = Backoff()
+        self.started = 0
+        self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
+        # the runners: where a job runs
+        self.inline = Inline(worker) if size == 1 else None
+        self.slots = Slots(worker, self._report, lambda: self.closed) if size > 1 else None
+
+    def _report(self, token: object, done: Done | None) -> None:
+        self.reports.put((token, done))
+
+    def stop_job(self, job_id: str) -> bool:
+        """A stop-job command (from the command thread): the loop ends the job; False inline (the worker's to do)."""
+        if self.inline is not None:
+            return self.inline.stop_job(job_id)
+        self.reports.put((STOP, job_id))
+        return True
+
+    @property
+    def horses(self) -> Horses | None:
+        """The horses of a forking or spawn worker's slots (None inline: the worker runs its own)."""
+        return None if self.slots is None else self.slots.horses
+
+    # --- the loop
+
+    def work(self, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> int:
+        """Run jobs until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; jobs started."""
+        worker = self.worker
+        # (RQ looks at max_jobs once a job is done: 0 runs one)
+        self.started, self.max_jobs = 0, None if max_jobs is None else max(max_jobs, 1)
+        # The loop thread gets the GIL back from the job threads sooner after each Redis call
+        switch = sys.getswitchinterval()
+        if self.slots is not None:
+            sys.setswitchinterval(min(switch, CONCURRENT_SWITCH_INTERVAL))
+        try:
+            self._run(burst, max_idle_time)
+            if self.slots is not None:
+                self.slots.tails.wait()  # the hooks that go on after their job was recorded return first
+        except BaseException as exc:
+            reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
+            self._fail_all(reason)
+            raise
+        finally:
+            self.closed = True
+            sys.setswitchinterval(switch)
+            if self.slots is not None:
+                self.slots.close()
+        return self.started
+
+    def _run(self, burst: bool, max_idle_time: int | None) -> None:
+        worker, max_jobs = self.worker, self.max_jobs
+        idle_since = time.monotonic()
+        poll_at: float | None = 0.0  # when to look at the queues again for free slots (0: now)
+        claim, self.in_hand = self.in_hand, engine.Claim()
+        if claim:  # (what worker.step()'s last record claimed)
+            self._start(claim)
+        while True:
+            started = self.started
+            poll_at = self._turn(burst, poll_at or 0.0)
+            if poll_at is None:
+                return
+            if self.running or self.started != started:
+                idle_since = time.monotonic()
+            if self.running:
+                continue
+            if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
+                return
+            if poll_at == 0.0:
+                continue  # the last claim filled every slot, and those jobs ended already
+            if not self._wait_idle(burst, idle_since, max_idle_time):
+                return
+            poll_at = 0.0
+
+    def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
+        """Inline, one job: run the claim in hand, or claim one (never blocking); False if there was none.
+        Its record claims the next (unless not claim_next), which the next step runs."""
+        claim, self.in_hand = self.in_hand, engine.Claim()
+        while not claim:
+            claim = self.worker._claim(now=now)
+            if claim.suspended or not claim.dropped:
+                break  # (a claim drops 100 ids without a job hash at most: there may be more behind them)
+        if not claim:
+            return False
+        assert self.inline is not None, 'step() runs one job inline'
+        self.in_hand = self.inline.run(claim, claim_next, now)
+        return True
+
+    def _turn(self, burst: bool, poll_at: float) -> float | None:
+        """Record what ended and claim for the free slots (one call); the next poll time, None to stop."""
+        worker = self.worker
+        ended = self._collect(self._wait(poll_at))
+        free = self._free()
+        # Jobs that ended are recorded by one call that claims for the free slots at no cost: so it always
+        # does (a retried or requeued job, or a released dependent, may be waiting), the idle queues aside.
+        claim = free if ended or time.monotonic() >= poll_at else 0
+        if not ended and not claim:
+            return poll_at
+        batch = self._record(ended, claim)
+        for next_claim in batch.claims:
+            self._start(next_claim)
+        log_dropped(worker.log, worker.name, batch)
+        if claim and len(batch.claims) < claim and not batch.dropped:
+            poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
+        elif batch.claims:
+            poll_at = 0.0
+        if batch.suspended and not self.running:
+            return 0.0 if stays_suspended(worker, burst) else None  # (resumed: claim at once)
+        return poll_at
+
+    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
+        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
+        worker = self.worker
+        wait = empty_wait(worker, burst, idle_since, max_idle_time)
+        if wait is None:
+            return False
+        try:
+            moved = worker._interruptibly(worker._waiter_for().wait, wait)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            redis_lost(worker, exc, self.backoff)
+            return True
+        self.backoff.reset()
+        if moved is not None:
+            first = self._claim_one(moved)
+            if first:
+                self._start(first)
+        return True
+
+    def _claim_one(self, moved: tuple[str, str] | None = None) -> engine.Claim:
+        """One claim_job call (of the job a blocking wait moved, if any), past ids without a job hash;
+        while Redis is unreachable, sent again as it was (if a lost reply's call ran, the answer is the
+        job it claimed). An empty claim when the queues are empty or the workers suspended."""
+        worker, backoff = self.worker, Backoff()
+        execution_id = uuid.uuid4().hex
+        while True:
+            try:
+                claim = worker._claim(moved, execution_id=execution_id)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                redis_lost(worker, exc, backoff)
+                continue
+            if claim or claim.suspended or not claim.dropped:
+                return claim
+            moved, execution_id = None, uuid.uuid4().hex  # a claim looks at 100 dropped ids at most
+
+    def _free(self) -> int:
+        if self.worker._stop_requested:
+            return 0
+        free = self.size - len(self.running)
+        if self.max_jobs is not None:
+            free = min(free, self.max_jobs - self.started)
+        return max(0, free)
+
+    def _wait(self, poll_at: float) -> float | None:
+        """Seconds to wait for a report: until the next poll (with a free slot) or the nearest deadline."""
+        if not self.running:
+            return 0.0
+        now = time.monotonic()
+        moments = [r.deadline for r in self.running.values() if r.deadline is not None]
+        if len(self.running) < self.size and not self.worker._stop_requested:
+            moments.append(poll_at)
+        if not moments:
+            return 1.0  # (a stop request is looked at every second)
+        return max(0.0, min(min(moments) - now, 1.0))
+
+    def _collect(self, wait: float | None) -> list[tuple[Running, Done]]:
+        """The jobs that ended: reported (waiting up to `wait` s for the first), past their deadline, stopped."""
+        ended: list[tuple[Running, Done]] = []
+        try:
+            item = self.reports.get(timeout=wait) if wait else self.reports.get_nowait()
+            while True:
+                self._take(item, ended)
+                item = self.reports.get_nowait()
+        except queue.Empty:
+            pass
+        if ended and self.running and self.coalesce:  # jobs started together end together: one call records them all
+            time.sleep(0)  # (the job threads that are ending get the GIL to say so)
+            try:
+                while True:
+                    self._take(self.reports.get_nowait(), ended)
+            except queue.Empty:
+                pass
+        now = time.monotonic()
+        for execution_id, running in list(self.running.items()):
+            if running.deadline is not None and now >= running.deadline:
+                del self.running[execution_id]
+                slots = self._slots()
+                outcome = timed_out_outcome(self.worker, slots.job_of(running), running.timeout, slots.penalty)
+                ended.append((running, slots.done(running, outcome)))
+        return ended
+
+    def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
+        token, value = item
+        slots = self._slots()
+        if token is STOP and slots.horses is not None:
+            slots.horses.stop(str(value))  # its horse is killed; its watcher reports the job stopped
+            return
+        if token is STOP:
+            for execution_id, running in list(self.running.items()):
+                if running.claim.job_id == value:
+                    del self.running[execution_id]
+                    outcome = stopped_outcome(self.worker, slots.job_of(running), running.task, slots.penalty)
+                    ended.append((running, slots.done(running, outcome)))
+            return
+        found = self.running.pop(str(token), None)
+        if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
+            if found is not None:
+                self.worker._recorder.release(found.claim.job_id or '')
+        elif found is not None:
+            ended.append((found, value))
+        elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
+            slots.tails.answer(value.ack, False)
+
+    # --- starting a job: inline, it runs here; else the loop only hands the claim over (steps.py loads,
+    # runs and plans it)
+
+    def _start(self, claim: engine.Claim) -> None:
+        worker = self.worker
+        if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
+            self.inline.run_from(claim, self._one_more)
+            return
+        worker._queue_order.claimed_from(claim.queue or '')
+        worker._recorder.hold(claim)
+        self.started += 1
+        timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
+        running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
+        self.running[claim.execution_id] = running
+        self._slots().start(running)
+
+    def _one_more(self) -> bool:
+        """Inline, as a job starts: counted; whether its record may claim the next."""
+        self.started += 1
+        return not self.worker._stop_requested and (self.max_jobs is None or self.started < self.max_jobs)
+
+    def _slots(self) -> Slots:
+        assert self.slots is not None, 'jobs in slots: concurrency > 1'
+        return self.slots
+
+    # --- recording
+
+    def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
+        """One call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed. Inline,
+        nothing ends here (each record claimed the next job already): a claim_job call."""
+        recorder = self.worker._recorder
+        if self.inline is not None and not ended:
+            first = self._claim_one() if claim else engine.Claim()
+            return engine.Batch([], [first] if first else [], suspended=first.suspended)
+        still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
+        slots = self._slots()
+        jobs = [(slots.job_of(running), done) for running, done in ended]
+        batch = recorder.finish_many([(job, done.ended) for job, done in jobs], claim, still, now)
+        if slots.horses is not None:
+            slots.horses.recorded()  # the horses standing by after their report may exit
+        for (job, done), recorded in zip(jobs, batch.recorded, strict=True):
+            # (a hook logs its own lines)
+            recorder.account(job, done.outcome, done.plan, recorded, log=done.ack is None)
+            if done.ack is not None:
+                slots.tails.answer(done.ack, recorded)
+        if not self.running and not batch.claims:
+            recorder.idle()
+        return batch
+
+    def _fail_all(self, reason: str) -> None:
+        """A cold shutdown: every job in flight fails, with the reason, in one call."""
+        if not self.running:
+            return
+        now, slots = dates.now(), self._slots()
+        ended = []
+        for running in self.running.values():
+            job = slots.job_of(running)
+            job.ended_at = job.last_heartbeat = now
+            ended.append((running, slots.done(running, Outcome(OutcomeKind.FAILURE, exc_string=reason))))
+        self.running.clear()
+        try:
+            self._record(ended, 0, now)
+        except Exception as exc:
+            self.worker.log.error('Worker %s: could not record the jobs in flight: %s', self.worker.name, exc)
