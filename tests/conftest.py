@@ -101,6 +101,15 @@ def redis_url() -> Iterator[str]:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _alive(pid: int) -> bool:
+    """A process that runs (a killed worker stays a zombie until its parent reaps it: not alive)."""
+    try:
+        with open(f'/proc/{pid}/stat') as stat:
+            return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 def _stop_stray_workers(conn: redis.Redis) -> list[int]:
     """Kill the worker processes an earlier test left running on this session's private server.
 
@@ -114,7 +123,7 @@ def _stop_stray_workers(conn: redis.Redis) -> list[int]:
         if fields[0] is None or fields[1] != socket.gethostname().encode():
             continue
         pid = int(fields[0])
-        if pid == os.getpid():
+        if pid == os.getpid() or not _alive(pid):
             continue
         try:
             os.kill(pid, 9)

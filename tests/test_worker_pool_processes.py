@@ -89,12 +89,16 @@ def test_killed_workers_come_back(redis_conn: redis.Redis, start_pool: Any, work
     assert registered(redis_conn) == first  # the pool's children are its workers
     killed = sorted(first)[0]
     os.kill(killed, signal.SIGKILL)
+    # dead by its own /proc entry: the pool's children file can miss a live process while it changes
+    wait_for(lambda: not _running(killed), timeout=30)
     wait_for(lambda: killed not in children(pool.pid) and len(children(pool.pid)) == 2, timeout=30)
     # (the pool deregisters the dead worker and starts its replacement in either order: wait for both)
     wait_for(lambda: len(registered(redis_conn)) == 2 and killed not in registered(redis_conn), timeout=30)
     assert registered(redis_conn) == children(pool.pid)
     for pid in first - {killed}:
         os.kill(pid, signal.SIGKILL)  # all at once too
+    # (a worker still dying holds its blocking wait open: a job enqueued then would go to the dead one)
+    wait_for(lambda: not any(_running(pid) for pid in first), timeout=30)
     wait_for(lambda: len(children(pool.pid)) == 2 and not children(pool.pid) & first, timeout=30)
     queue = rqfast.Queue('q', connection=redis_conn)
     jobs = [queue.enqueue('jobs.say_hello', str(n)) for n in range(6)]
