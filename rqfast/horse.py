@@ -1,11 +1,10 @@
 """The work horse's side: wait for one job, run it in this process, and tell the worker how it ended.
-
-A horse (forked by the Worker's breeder, or a SpawnWorker child, see spawn_main) gets ready before
-its job exists, reads the job from a pipe (serve_one_job), runs it and writes back a Report. The
-worker does all the Redis bookkeeping, so a horse makes no round trip unless the job itself uses
-Redis; only a horse whose worker died while it ran (its report pipe is broken) records its own
-outcome, with one finish_job call fenced on the execution it was given (record_orphaned). Imports:
-only what running a job needs, so a spawned child stays small. Pipe messages: length-prefixed pickles.
+A horse (forked by the Worker's breeder, or a SpawnWorker child, see spawn_main) gets ready before its job
+exists, reads the job from a pipe (serve_one_job), runs it and writes back a Report. The worker does all
+the Redis bookkeeping, so a horse makes no round trip unless the job itself uses Redis; only a horse whose
+worker died while it ran (its report pipe is broken) records its own outcome, with one finish_job call
+fenced on the execution it was given (record_orphaned). Imports: only what running a job needs, so a
+spawned child stays small. Pipe messages: length-prefixed pickles.
 """
 
 from __future__ import annotations
@@ -48,9 +47,7 @@ _BUILD_LOCK = threading.Lock()
 
 class Report:
     """What a horse sends back: the Outcome, with the return value already serialized, and its times.
-
-    A plain class (a dataclass's generated methods would cost every spawned child's import).
-    """
+    A plain class (a dataclass's generated methods would cost every spawned child's import)."""
 
     def __init__(
         self,

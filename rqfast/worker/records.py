@@ -1,8 +1,7 @@
-"""The worker hash (`rq:worker:<name>`) and the worker sets: what jobhash.py is for the job hash.
-
-The only module that knows the hash's fields. Birth, death and heartbeats are one script call each
-(register_worker.lua, heartbeat.lua), which also keep `rq:workers` and `rq:workers:<queue>` in step;
-reading workers back is plain single commands, as RQ's `Worker.all()` and `find_by_key()` do.
+"""The worker hash (`rq:worker:<name>`) and the worker sets: what jobhash.py is for the job hash. The only
+module that knows the hash's fields. Birth, death and heartbeats are one script call each (register_worker.lua,
+heartbeat.lua), which also keep `rq:workers` and `rq:workers:<queue>` in step; reading workers back is plain
+single commands, as RQ's `Worker.all()` and `find_by_key()` do.
 """
 
 from __future__ import annotations
