@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tests.redis_servers import binary, free_port
+from tests.redis_servers import free_port, server
 
 
 def _ping(port: int) -> None:
@@ -33,48 +33,11 @@ def _cluster_ok(port: int) -> bool:
 
 @contextmanager
 def _node(workdir: Path, port: int) -> Iterator[None]:
-    log = workdir / f'node-{port}.log'
-    proc = subprocess.Popen(
-        [
-            binary(),
-            '--port',
-            str(port),
-            '--bind',
-            '127.0.0.1',
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            str(workdir / f'nodes-{port}.conf'),
-            '--cluster-node-timeout',
-            '2000',
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--dir',
-            str(workdir),
-            '--logfile',
-            str(log),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-        cwd=workdir,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                _ping(port)
-                break
-            except Exception as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    text = log.read_text() if log.exists() else ''
-                    raise RuntimeError(f'cluster node {port} did not start ({exc}):\n{text[-2000:]}') from exc
-                time.sleep(0.05)
+    """One cluster node, started and killed by redis_servers.server (its log: node-<port>.log)."""
+    args = ['--port', str(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes']
+    args += ['--cluster-config-file', str(workdir / f'nodes-{port}.conf'), '--cluster-node-timeout', '2000']
+    with server(workdir, [*args, '--save', '', '--appendonly', 'no'], lambda: _ping(port), name=f'node-{port}'):
         yield
-    finally:
-        proc.kill()
-        proc.wait(10)
 
 
 @contextmanager

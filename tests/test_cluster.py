@@ -96,13 +96,8 @@ def test_a_plain_client_is_no_cluster(redis_conn: Any, cluster: Any) -> None:
         check_connection(cluster)  # ...refused on a cluster
 
 
-def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
-    """250 jobs for each class (SimpleWorker, at concurrency 10 too, Worker, SpawnWorker), its four burst
-    workers at once; 20 of the jobs write to Redis from the horse or child (a client rebuilt there)."""
-    kinds = {'simple': 'qa', 'simple10': 'qb', 'worker': 'qc', 'spawn': 'qd'}
-    marks = tmp_path / 'marks'
-    run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '250', ','.join(kinds.values()), str(marks))
-    assert sum(cluster.llen(f'{PREFIX}:queue:{q}') for q in kinds.values()) == 1000
+def run_bursts(cluster_port: int, kinds: dict[str, str]) -> None:
+    """One burst worker per (kind, queue) of tests/cluster_run.py, all at once; each must exit 0."""
     workers = [
         subprocess.Popen(
             [sys.executable, '-m', 'tests.cluster_run', 'burst', str(cluster_port), kind, queue],
@@ -116,6 +111,16 @@ def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, 
     for worker in workers:
         _, err = worker.communicate(timeout=90)
         assert worker.returncode == 0, err
+
+
+def test_1000_jobs_by_each_worker_class_run_once_in_one_slot(cluster_port: int, cluster: Any, tmp_path: Path) -> None:
+    """250 jobs for each class (SimpleWorker, at concurrency 10 too, Worker, SpawnWorker), its four burst
+    workers at once; 20 of the jobs write to Redis from the horse or child (a client rebuilt there)."""
+    kinds = {'simple': 'qa', 'simple10': 'qb', 'worker': 'qc', 'spawn': 'qd'}
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '250', ','.join(kinds.values()), str(marks))
+    assert sum(cluster.llen(f'{PREFIX}:queue:{q}') for q in kinds.values()) == 1000
+    run_bursts(cluster_port, kinds)
     ran = {int(k): int(v) for k, v in cluster.hgetall(f'{PREFIX}:test:ran').items() if int(k) < 1000}
     assert sorted(ran) == list(range(0, 1000, 50))
     assert set(ran.values()) == {1}
@@ -139,19 +144,7 @@ def test_forking_and_spawning_workers_at_concurrency_above_one(cluster_port: int
     kinds = {'worker4': 'qe', 'spawn2': 'qf'}
     marks = tmp_path / 'marks'
     run('-m', 'tests.cluster_run', 'enqueue', str(cluster_port), '50', ','.join(kinds.values()), str(marks), '2000')
-    workers = [
-        subprocess.Popen(
-            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(cluster_port), kind, queue],
-            env=env_with(PREFIX),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for kind, queue in kinds.items()
-    ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=90)
-        assert worker.returncode == 0, err
+    run_bursts(cluster_port, kinds)
     for queue in kinds.values():
         assert cluster.zcard(f'{PREFIX}:finished:{queue}') == 50
     recorded = {int(k) for k in cluster.hgetall(f'{PREFIX}:test:ran')} & set(range(2000, 2100))
