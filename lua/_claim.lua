@@ -153,6 +153,18 @@ local function pop_prioritized(queue, c)
   return nil
 end
 
+-- Whether a claim from `queues` may skip its checks (c.plain, found once per call): true when none of
+-- <prefix>suspended, <prefix>paused-queues and the queues' priority lanes exists, the usual case, found
+-- with one EXISTS; else each is checked on its own (claim_next, paused_queues, pop_prioritized).
+local function plain_claim(queues, c)
+  if c.plain == nil then
+    local probe = {PREFIX .. 'suspended', K.paused_queues}
+    for _, queue in ipairs(queues) do probe[#probe + 1] = K.priority(queue) end
+    c.plain = redis.call('EXISTS', unpack(probe)) == 0
+  end
+  return c.plain
+end
+
 -- Pops and starts the first available job from `queues` (in the order given), a queue's priority
 -- lanes before the rest of its list (pop_prioritized). Ids without a
 -- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
@@ -164,14 +176,15 @@ end
 --   dead-lettered ids (flat: queue, id, reason, ...)}.
 local function claim_next(queues, w, x, c)
   local dropped, dead = {}, {}
+  local plain = plain_claim(queues, c)
   -- (c.unsuspended: an earlier claim of the same call found it unset)
-  if not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
+  if not plain and not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
     return {false, false, false, dropped, 1, dead}
   end
-  local paused = paused_queues(c)
+  local paused = plain and {} or paused_queues(c)
   for _, queue in ipairs(queues) do
     while not paused[queue] do
-      local id = pop_prioritized(queue, c) or redis.call('LPOP', K.queue(queue))
+      local id = (not plain and pop_prioritized(queue, c)) or redis.call('LPOP', K.queue(queue))
       if not id then break end
       local unusable = unusable_id(id, c.max_id_len)
       if unusable then

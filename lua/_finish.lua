@@ -14,20 +14,19 @@
 
 local function finish_one(args, offset)
   local r = argv_reader(2 + offset, args)
-  local w = r.next()
-  local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
-  local id, origin, x, fence = r.next(), r.next(), r.next(), r.next()
-  local registry, registry_score, job_ttl = r.next(), r.next(), r.next()
-  local release_as, put_back, schedule_score = r.next(), r.next(), r.next()
-  local counter, working_time, stream_ttl, maxlen = r.next(), r.next(), r.next(), r.next()
-  local fields = r.list(2)
-  local stream = r.list(2)
-  local claim = r.next() == '1'
-  c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
-  c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
-  local idle_ttl, next_x = r.next(), r.next()
+  local w, now_text, now_float, now_int = r.take(4)
+  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
+  local id, origin, x, fence, registry, registry_score, job_ttl, release_as, put_back, schedule_score = r.take(10)
+  local counter, working_time, stream_ttl, maxlen = r.take(4)
+  local fields_at, fields_n = r.span(2)  -- (HSET and XADD unpack them from args: no copy)
+  local stream_at, stream_n = r.span(2)
+  local claim, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, next_x = r.take(8)
+  claim = claim == '1'
+  c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
+  c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
   local queues = r.list()
-  local event, event_detail = r.next() or '', r.next()
+  local event, event_detail = r.take(2)
+  event = event or ''
 
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
@@ -91,11 +90,11 @@ local function finish_one(args, offset)
 
   -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
   if exists then
-    if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+    if fields_n > 0 then redis.call('HSET', key, unpack(args, fields_at, fields_at + fields_n - 1)) end
     if event ~= '' then job_event(read[4], origin, event, id, w ~= '' and w or read[5], event_detail) end
-    if #stream > 0 then
+    if stream_n > 0 then
       local results = K.results(id)
-      redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(stream))
+      redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(args, stream_at, stream_at + stream_n - 1))
       if stream_ttl == '-1' then
         redis.call('PERSIST', results)
       elseif stream_ttl ~= '' then

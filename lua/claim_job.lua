@@ -21,13 +21,11 @@
 --@include _claim.lua
 
 local r = argv_reader(2)
-local w = r.next()
-local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next()), interval = tonumber(r.next())}
-c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next())
-local idle_ttl = r.next()
-local x = r.next()
-local moved_id, moved_queue = r.next(), r.next()
-c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
+local w, now_text, now_float, now_int, interval, grace, max_dropped, idle_ttl, x, moved_id, moved_queue,
+  max_id_len, window_guard = r.take(13)
+local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = tonumber(interval)}
+c.grace, c.max_dropped = tonumber(grace), tonumber(max_dropped)
+c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
 local queues = r.list()
 
 local resumed = resumed_claim(w, x)

@@ -26,16 +26,16 @@
 --@include _finish.lua
 
 local r = argv_reader(2)
-local w = r.next()
-local c = {now_text = r.next(), now_float = r.next(), now_int = tonumber(r.next())}
-c.interval, c.grace, c.max_dropped = tonumber(r.next()), tonumber(r.next()), tonumber(r.next())
-c.max_id_len, c.window_guard = tonumber(r.next()), tonumber(r.next())
-local idle_ttl, still_running = r.next(), r.next()
-local n = tonumber(r.next())
+local w, now_text, now_float, now_int, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl,
+  still_running, n = r.take(12)
+local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
+c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
+c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
+n = tonumber(n)
 local recorded, ended, counts, forget = {}, {}, {}, {}
 local wkey = K.worker(w)
 for j = 1, n do
-  local id, x, counter, working_time = r.next(), r.next(), r.next(), r.next()
+  local id, x, counter, working_time = r.take(4)
   local start = r.span()
   local ok = finish_one(ARGV, start - 2)[7]  -- (its ARGV[2] is ARGV[start]; [7]: recorded or fenced off)
   recorded[j] = ok

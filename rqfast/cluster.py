@@ -22,13 +22,24 @@ class ClusterKeyPrefixError(ValueError):
     spread over every slot, and its scripts (each touching several keys) would fail with CROSSSLOT."""
 
 
+_CLUSTER_TYPES: dict[type, bool] = {}  # the answer per connection class, once redis.cluster is loaded
+
+
 def is_cluster(connection: Any) -> bool:
     """True for a redis-py RedisCluster (or a subclass); redis.cluster is not imported to find out.
 
     By type(), not isinstance(): a horse's LazyClient would build its client to answer isinstance().
+    Asked per Job built (each job a worker runs), so the answer is kept per class.
     """
+    kind = type(connection)
+    known = _CLUSTER_TYPES.get(kind)
+    if known is not None:
+        return known
     module = sys.modules.get('redis.cluster')
-    return module is not None and issubclass(type(connection), module.RedisCluster)
+    if module is None:
+        return False  # (not kept: a RedisCluster cannot exist before its module is imported)
+    answer = _CLUSTER_TYPES[kind] = issubclass(kind, module.RedisCluster)
+    return answer
 
 
 def hash_tag(prefix: str) -> str | None:

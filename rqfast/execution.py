@@ -30,7 +30,7 @@ def run_job(
     clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
-    if tracing.ENABLED:  # (opentelemetry installed): the run in a consumer span, child of the enqueue's
+    if tracing.active():  # (opentelemetry with a tracer provider): the run in a consumer span, child of the enqueue's
         with tracing.consumer_span(job) as span:
             return tracing.ended(
                 span, _run_job_output(job, death_penalty_class, exception_handlers, default_timeout, clock)
@@ -91,7 +91,7 @@ async def run_job_async(
 
     Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
     """
-    if tracing.ENABLED:
+    if tracing.active():
         with tracing.consumer_span(job) as span:
             return tracing.ended(span, await _run_job_async_output(job, exception_handlers, default_timeout, clock))
     return await _run_job_async_output(job, exception_handlers, default_timeout, clock)

@@ -305,6 +305,8 @@ HASH_FIELDS.insert(
 
 # restore_job's tables: hash field -> (attribute, read, read_empty), but `data` and `dependency_id` (read apart)
 _READ = {f.name: (f.attribute, f.codec.read, f.codec.read_empty) for f in HASH_FIELDS}
+# A field name from redis-py's bytes or a caller's str: known ones looked up (restore_job's hot path), others decoded
+_NAMES: dict[bytes | str, str] = {key: f.name for f in HASH_FIELDS for key in (f.name, f.name.encode())}
 del _READ['data'], _READ['dependency_id']
 # What an absent field resets its attribute to: a value, or a fresh object from a factory.
 _RESET: dict[str, Any] = {}
@@ -349,7 +351,8 @@ def job_fields(job: JobRecord, include_meta: bool = True, include_result: bool =
 def restore_job(job: JobRecord, raw: dict[bytes, bytes] | dict[str, bytes]) -> None:
     """Load a job from its hash; raises NoSuchJobError without `data`, ValueError on a bad field."""
     # str keys as well as redis-py's bytes: a caller may override fields of a fetched hash (`{**raw, 'status': ''}`)
-    obj: dict[str, bytes] = {k.decode() if isinstance(k, bytes) else k: v for k, v in raw.items()}
+    names = _NAMES
+    obj: dict[str, bytes] = {names[k] if k in names else as_text(k): v for k, v in raw.items()}
     if 'data' not in obj:
         raise NoSuchJobError(f'Unexpected job format: {obj}')
     job.data = _read_data(job, obj['data'])

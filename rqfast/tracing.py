@@ -11,6 +11,7 @@ tried again per job). With it but no SDK, the API's spans are no-ops.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,9 @@ else:
     ENABLED = True
     _PROPAGATOR = TraceContextTextMapPropagator()
 
+_GONE = object()  # (a future API without the _TRACER_PROVIDER global: active() asks the API itself)
+_PROVIDER_FROM_ENV = 'OTEL_PYTHON_TRACER_PROVIDER' in os.environ
+
 TRACE_FIELD = 'rqfast_trace'  # the job hash field (jobhash.JobRecord._rqfast_trace)
 TRACER_NAME = 'rqfast'
 
@@ -39,16 +43,27 @@ def current_traceparent() -> str | None:
     return carrier.get('traceparent')
 
 
+def active() -> bool:
+    """Whether a run gets a span: opentelemetry is installed and a tracer provider is configured (the
+    API's stand-in, a ProxyTracerProvider, means none). Asked per run, so a provider set later counts.
+
+    The API's own answer looks the provider's environment variable up in os.environ on every call while
+    none is set, a cost a run of a few dozen microseconds feels; so its global is read first (with the
+    variable read once, at import), and the API is asked only if that global is set or gone.
+    """
+    if not ENABLED:
+        return False
+    if getattr(trace, '_TRACER_PROVIDER', _GONE) is None and not _PROVIDER_FROM_ENV:
+        return False
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 @contextmanager
 def consumer_span(job: Any) -> Iterator[Any]:
     """The span of one run of the job (current while it runs), child of the span that enqueued it.
 
-    Only called when ENABLED. The caller hands the run's outcome to `ended` before the block ends.
-    No tracer provider configured (the API's stand-in): no span at all, not even a no-op one.
+    Only called when active(). The caller hands the run's outcome to `ended` before the block ends.
     """
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        yield trace.INVALID_SPAN
-        return
     stored = getattr(job, '_rqfast_trace', None)
     parent = _PROPAGATOR.extract({'traceparent': stored}) if stored else None
     queue = job.origin or ''

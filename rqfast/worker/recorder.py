@@ -107,7 +107,7 @@ class Recorder:
         finally:
             self.release(job_id)
         self.worker._state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
-        self.account(job, outcome, plan, next_claim.recorded, log=False)
+        self.account(job, outcome, plan, next_claim.recorded, log=False, working=working)
         return next_claim
 
     def finish_many(
@@ -187,9 +187,11 @@ class Recorder:
 
     # --- what follows a recorded end
 
-    def account(self, job: Job, outcome: Outcome, plan: engine.Plan, recorded: bool, log: bool) -> None:
+    def account(
+        self, job: Job, outcome: Outcome, plan: engine.Plan, recorded: bool, log: bool, working: float | None = None
+    ) -> None:
         """After the call: the counters, webhooks and observer of a recorded end (and, with `log`, RQ's
-        lines for it); a fenced-off end is only logged."""
+        lines for it); a fenced-off end is only logged. (`working`: its working time, when the caller has it.)"""
         worker = self.worker
         if not recorded:  # fenced off: the job was recovered, or claimed again, meanwhile
             worker.log.warning(
@@ -206,7 +208,7 @@ class Recorder:
             worker.successful_job_count += 1
         else:
             worker.failed_job_count += 1
-        worker.total_working_time += working_time(job)
+        worker.total_working_time += working_time(job) if working is None else working
         if worker.job_observer is not None:  # from what this worker holds: no round trip
             worker.job_observer(job, outcome)
         if log and (outcome.kind is not OutcomeKind.SUCCESS or worker.log.isEnabledFor(logging.INFO)):
