@@ -36,7 +36,7 @@ def epoch_seconds(dt: datetime) -> int:
     offset in effect on its date (RQ 3.0), or at the zone's daylight-saving offset whatever the date when the
     zone has one (RQ 2.12's, under RQFAST_COMPAT=2.12)."""
     if dt.tzinfo is timezone.utc:  # the common case (every time rqfast takes itself), twice per job
-        return int(dt.timestamp()) if dt.year >= 1970 else math.floor(dt.timestamp())
+        return math.floor(dt.timestamp())
     if dt.tzinfo is None:
         if rq2_compat():
             offset = -(time.timezone if time.daylight == 0 else time.altzone)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import copy
 import pickle
 from datetime import datetime, timedelta, timezone
@@ -312,3 +313,19 @@ def test_outcome_kinds_are_named_and_read_from_their_words() -> None:
     assert OutcomeKind.FAILURE == 'failure'
     with pytest.raises(ValueError):
         Outcome('finished')
+
+
+@pytest.mark.parametrize(
+    'moment',
+    [
+        datetime(2026, 11, 27, 2, 40, 7, 999999, tzinfo=timezone.utc),
+        datetime(1970, 1, 1, tzinfo=timezone.utc),
+        datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=timezone.utc),
+        datetime(1900, 3, 1, 12, 0, 0, 1, tzinfo=timezone.utc),
+        datetime(2106, 2, 7, 6, 28, 16, tzinfo=timezone.utc),
+    ],
+)
+def test_epoch_seconds_of_utc_is_the_whole_second_it_falls_in(moment: datetime) -> None:
+    """The fast path for UTC datetimes (twice per job) gives what calendar.timegm does: the second a
+    moment falls in, before 1970 too (floored, not truncated toward zero)."""
+    assert epoch_seconds(moment) == calendar.timegm(moment.utctimetuple())

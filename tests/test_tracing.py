@@ -240,3 +240,35 @@ def test_rq_reads_and_saves_a_traced_job_and_keeps_the_field(redis_conn: redis.R
     job.save()
     assert redis_conn.hget(keys.job_key(made[0].id), 'rqfast_trace') == stored
     assert rqfast.Job.fetch(made[0].id, connection=redis_conn)._rqfast_trace == stored.decode()
+
+
+def test_a_provider_set_while_the_worker_runs_traces_the_next_run(redis_url: str, redis_conn: redis.Redis) -> None:
+    """tracing.active() answers per run without the API's per-call os.environ lookup: a run before any
+    provider gets no span, and a provider set afterwards, in the same process, traces the next run."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        'import sys, redis, rqfast, rqfast.tracing, jobs\n'
+        'from opentelemetry import trace\n'
+        'from opentelemetry.sdk.trace import TracerProvider\n'
+        'from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n'
+        'from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n'
+        'conn = redis.Redis.from_url(sys.argv[1])\n'
+        "queue = rqfast.Queue('q', connection=conn)\n"
+        'assert not rqfast.tracing.active()\n'
+        'queue.enqueue(jobs.add, 1, 2)\n'
+        'worker = rqfast.SimpleWorker([queue], connection=conn)\n'
+        "worker.work(burst=True, logging_level='WARNING')\n"
+        'exporter = InMemorySpanExporter()\n'
+        'provider = TracerProvider()\n'
+        'provider.add_span_processor(SimpleSpanProcessor(exporter))\n'
+        'trace.set_tracer_provider(provider)\n'
+        'assert rqfast.tracing.active()\n'
+        'queue.enqueue(jobs.add, 3, 4)\n'
+        "worker.work(burst=True, logging_level='WARNING')\n"
+        'print(len([s for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.CONSUMER]))\n'
+    )
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([os.path.dirname(tests), tests])}
+    env.pop('OTEL_PYTHON_TRACER_PROVIDER', None)
+    done = subprocess.run([sys.executable, '-c', code, redis_url], env=env, cwd=tests, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == '1'  # the second run's span only
