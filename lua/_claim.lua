@@ -31,17 +31,23 @@ local function unusable_id(id, max_len)
 end
 
 -- Worker `w` busy with the jobs it started (flat: id, execution id, ...; the last one its current
--- job), as start_job leaves it: HSET and EXPIRE of its hash, its RQ 3.0 executions index.
+-- job), as start_job leaves it: HSET and EXPIRE of its hash, its RQ 3.0 executions index. With
+-- c.busy (the call records a job of this worker that ran until now: it goes from busy to busy) both
+-- keep the TTL they have, unless the hash was gone (its HSET added fields): the claim or heartbeat
+-- that made the worker busy set it, its heartbeats renew it, and the index is never empty in
+-- between (finish_one takes the ended member out after this). Two EXPIREs per job saved.
 local function worker_started(w, started, ttl, c)
   local wkey, members = K.worker(w), {}
   for j = 1, #started, 2 do members[#members + 1] = started[j] .. ':' .. started[j + 1] end
-  redis.call('HSET', wkey, 'state', 'busy', 'current_job', started[#started - 1], 'current_job_working_time', 0,
-    'last_heartbeat', c.now_text)
-  redis.call('EXPIRE', wkey, ttl)
+  local added = redis.call('HSET', wkey, 'state', 'busy', 'current_job', started[#started - 1],
+    'current_job_working_time', 0, 'last_heartbeat', c.now_text)
   -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
   -- hash's, as RQ 3.0 leaves it once its start transaction is done
   redis.call('SADD', K.worker_executions(w), unpack(members))
-  redis.call('EXPIRE', K.worker_executions(w), ttl)
+  if not c.busy or added > 0 then
+    redis.call('EXPIRE', wkey, ttl)
+    redis.call('EXPIRE', K.worker_executions(w), ttl)
+  end
 end
 
 -- Marks job `id` (taken from `queue`) started by worker `w` with execution id `x`, as RQ's worker

@@ -43,13 +43,17 @@ local function finish_one(args, offset)
     if fenced_x and fenced_x ~= '' then end_execution(id, origin, fenced_x) end
   end
 
-  -- The answer once the outcome is written (or fenced off): the next claim, or none.
+  -- The answer once the outcome is written (or fenced off): the next claim, or none. The ended
+  -- execution leaves the worker's executions index after the next one joined it (see worker_started).
   local function answer(recorded)
     local reply = {false, false, false, {}, 0, {}}
+    c.busy = w ~= '' and x ~= ''
     if claim then
       reply = claim_next(queues, w, next_x, c)
+      if x ~= '' then forget_worker_execution(id, x, w) end
       if not reply[1] then set_worker_idle(w, c, idle_ttl) end
     else
+      if x ~= '' then forget_worker_execution(id, x, w) end
       set_worker_idle(w, c, idle_ttl)
     end
     reply[7] = recorded
@@ -77,10 +81,7 @@ local function finish_one(args, offset)
   end
 
   -- The execution ends: out of the started registry and the executions set.
-  if x ~= '' then
-    forget_worker_execution(id, x, w)
-    end_execution(id, origin, x, x_deleted)
-  end
+  if x ~= '' then end_execution(id, origin, x, x_deleted) end  -- (its index member: see answer)
   if w ~= '' then
     local wkey = K.worker(w)
     if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
