@@ -108,3 +108,30 @@ def test_a_step_pins_the_claim_of_the_next_job_too(connection: redis.Redis) -> N
     assert score == int(PINNED.timestamp()) + worker.job_monitoring_interval + worker.heartbeat_grace
     assert worker.step() is True
     assert Job.fetch(second.id, connection=connection).get_status() == 'finished'
+
+
+def test_a_busy_worker_keeps_its_keys_ttls_from_job_to_job_and_restores_them_when_gone(
+    connection: redis.Redis,
+) -> None:
+    """From one job to the next, the worker hash and its RQ 3.0 executions index keep the TTL they have
+    (no EXPIRE per job) and the index always holds the running execution; a hash that vanished while a
+    job ran (expired, or deleted by a cleaner) is written back with its TTL, never without one."""
+    queue = Queue('q', connection=connection)
+    first, second, third, fourth = (queue.enqueue(jobs.add, n, n) for n in range(4))
+    worker = SimpleWorker(['q'], connection=connection)
+    worker.register_birth()
+    worker_key, index_key = keys.worker_key(worker.name), keys.worker_executions_key(worker.name)
+    assert worker.step() is True  # the first claim (claim_job) sets the busy TTLs, the finish claims the second
+    assert connection.ttl(worker_key) > 0 and connection.ttl(index_key) > 0
+    members = {m.decode().split(':')[0] for m in connection.smembers(index_key)}
+    assert members == {second.id}  # the first's execution left after the second's joined
+    connection.expire(worker_key, 1000)
+    connection.expire(index_key, 1000)
+    assert worker.step() is True  # busy to busy: the TTLs stay as they were
+    assert 990 < connection.ttl(worker_key) <= 1000 and 990 < connection.ttl(index_key) <= 1000
+    assert {m.decode().split(':')[0] for m in connection.smembers(index_key)} == {third.id}
+    connection.delete(worker_key, index_key)  # gone while the third runs
+    assert worker.step() is True  # the third finishes and the fourth is claimed: both keys written back...
+    assert 0 < connection.ttl(worker_key) < 1000 and 0 < connection.ttl(index_key) < 1000  # ...with a TTL
+    assert connection.hget(worker_key, 'current_job') == fourth.id.encode()
+    assert worker.step() is True and worker.step() is False
