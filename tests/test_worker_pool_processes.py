@@ -79,6 +79,17 @@ def start_pool(redis_url: str, tmp_path: Path) -> Iterator[Any]:
         except ProcessLookupError:
             pass
         process.wait()
+        # ...and gone: a worker still dying (or a zombie not yet reaped by init) is still registered
+        # and alive to the next test's stray-worker check, which killed it and warned (seen once in CI)
+        wait_for(lambda pgid=process.pid: not _group_alive(pgid), timeout=10)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.mark.parametrize('worker_class', ['rqfast.Worker', 'rqfast.SimpleWorker', 'rqfast.SpawnWorker'])
