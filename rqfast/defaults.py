@@ -113,6 +113,10 @@ OUTPUT_CAP = 64 * 1024  # characters of a capture_output job's output kept per r
 # its free slots (a finishing job claims for them at no cost; an idle worker blocks instead).
 CONCURRENT_POLL_INTERVAL = 0.1
 CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Python's default: 0.005)
+# A worker with N > 1 slots holds up to N // CONCURRENT_PREFETCH_SHARE (at least 1) jobs claimed ahead of a
+# free slot, while its jobs run CONCURRENT_PREFETCH_MAX_RUN seconds or less (a moving average): see worker/loop.py
+CONCURRENT_PREFETCH_SHARE = 10
+CONCURRENT_PREFETCH_MAX_RUN = 0.05
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 DEBOUNCE_KEY_GRACE = 86400  # seconds rq:debounce:<key> outlives its job's due time (then: a new burst)

@@ -31,6 +31,7 @@ import queue
 import sys
 import time
 import uuid
+from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,12 @@ import redis
 
 from .. import dates, engine
 from ..backoff import Backoff
-from ..defaults import CONCURRENT_POLL_INTERVAL, CONCURRENT_SWITCH_INTERVAL
+from ..defaults import (
+    CONCURRENT_POLL_INTERVAL,
+    CONCURRENT_PREFETCH_MAX_RUN,
+    CONCURRENT_PREFETCH_SHARE,
+    CONCURRENT_SWITCH_INTERVAL,
+)
 from ..outcome import Outcome, OutcomeKind
 from .horses import Horses
 from .inline import Inline
@@ -58,6 +64,7 @@ if TYPE_CHECKING:
 
 STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
+NOT_STARTED = 'rqfast: cold shutdown of worker {name} before the job, claimed ahead of a free slot, started\n'
 
 
 class Loop:
@@ -73,6 +80,12 @@ class Loop:
         self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
         self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
+        # Claimed ahead of a free slot (a few, while jobs are short: see _prefetch), started as a slot frees,
+        # with no call in between; they are started in Redis, held (heartbeats) and run like the rest.
+        self.ahead: deque[engine.Claim] = deque()
+        self.prefetch = max(1, size // CONCURRENT_PREFETCH_SHARE) if size > 1 else 0
+        self.run_time: float | None = None  # a moving average of the jobs' run times (s), from their reports
+        self.held = 0  # jobs held ahead so far
         self.backoff = Backoff()
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
@@ -135,7 +148,7 @@ class Loop:
                 return
             if self.running or self.started != started:
                 idle_since = time.monotonic()
-            if self.running:
+            if self.running or self.ahead:
                 continue
             if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
                 return
@@ -163,6 +176,8 @@ class Loop:
         """Record what ended and claim for the free slots (one call); the next poll time, None to stop."""
         worker = self.worker
         ended = self._collect(self._wait(poll_at))
+        while self.ahead and len(self.running) < self.size:  # the slots that freed take the jobs claimed ahead
+            self._start(self.ahead.popleft())
         free = self._free()
         # Jobs that ended are recorded by one call that claims for the free slots at no cost: so it always
         # does (a retried or requeued job, or a released dependent, may be waiting), the idle queues aside.
@@ -171,7 +186,12 @@ class Loop:
             return poll_at
         batch = self._record(ended, claim)
         for next_claim in batch.claims:
-            self._start(next_claim)
+            if len(self.running) < self.size:
+                self._start(next_claim)
+            else:
+                self.worker._recorder.hold(next_claim)  # started in Redis: its heartbeats begin now
+                self.ahead.append(next_claim)
+                self.held += 1
         log_dropped(worker.log, worker.name, batch)
         if claim and len(batch.claims) < claim and not batch.dropped:
             poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
@@ -216,12 +236,21 @@ class Loop:
             moved, execution_id = None, uuid.uuid4().hex  # a claim looks at 100 dropped ids at most
 
     def _free(self) -> int:
+        """How many jobs the next call may claim: for the free slots, and to top up the jobs held ahead."""
         if self.worker._stop_requested:
             return 0
-        free = self.size - len(self.running)
+        free = self.size + self._prefetch() - len(self.running) - len(self.ahead)
         if self.max_jobs is not None:
-            free = min(free, self.max_jobs - self.started)
+            free = min(free, self.max_jobs - self.started - len(self.ahead))
         return max(0, free)
+
+    def _prefetch(self) -> int:
+        """How many jobs to hold claimed ahead of a free slot: so a slot that frees starts its next job at
+        once, not after the round trip of the call that records its last. Only while the jobs are short:
+        a job held ahead waits for the first slot to free, so with long jobs another worker may start it
+        sooner (and it is not claimed ahead at all until the first jobs have reported)."""
+        run_time = self.run_time
+        return self.prefetch if run_time is not None and run_time <= CONCURRENT_PREFETCH_MAX_RUN else 0
 
     def _wait(self, poll_at: float) -> float | None:
         """Seconds to wait for a report: until the next poll (with a free slot) or the nearest deadline."""
@@ -264,17 +293,13 @@ class Loop:
     def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
         token, value = item
         slots = self._slots()
-        if token is STOP and slots.horses is not None:
-            slots.horses.stop(str(value))  # its horse is killed; its watcher reports the job stopped
-            return
         if token is STOP:
-            for execution_id, running in list(self.running.items()):
-                if running.claim.job_id == value:
-                    del self.running[execution_id]
-                    outcome = stopped_outcome(self.worker, slots.job_of(running), running.task, slots.penalty)
-                    ended.append((running, slots.done(running, outcome)))
+            self._stop(str(value), ended)
             return
         found = self.running.pop(str(token), None)
+        if found is not None and value is not None:
+            took = time.monotonic() - found.began
+            self.run_time = took if self.run_time is None else 0.8 * self.run_time + 0.2 * took
         if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
             if found is not None:
                 self.worker._recorder.release(found.claim.job_id or '')
@@ -282,6 +307,24 @@ class Loop:
             ended.append((found, value))
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
             slots.tails.answer(value.ack, False)
+
+    def _stop(self, job_id: str, ended: list[tuple[Running, Done]]) -> None:
+        """A stop-job: a job held ahead is stopped unstarted; a running one's horse is killed (its watcher
+        reports the job stopped), or it is ended here, its thread left to run on."""
+        slots = self._slots()
+        stopped = [Running(claim, None, None, 0) for claim in self.ahead if claim.job_id == job_id]
+        for running in stopped:
+            self.ahead.remove(running.claim)
+        if slots.horses is not None:
+            slots.horses.stop(job_id)
+        else:
+            for execution_id, running in list(self.running.items()):
+                if running.claim.job_id == job_id:
+                    del self.running[execution_id]
+                    stopped.append(running)
+        for running in stopped:
+            outcome = stopped_outcome(self.worker, slots.job_of(running), running.task, slots.penalty)
+            ended.append((running, slots.done(running, outcome)))
 
     # --- starting a job: inline, it runs here; else the loop only hands the claim over (steps.py loads,
     # runs and plans it)
@@ -295,7 +338,8 @@ class Loop:
         worker._recorder.hold(claim)
         self.started += 1
         timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
-        running = Running(claim, None, time.monotonic() + timeout if timeout > 0 else None, timeout)
+        now = time.monotonic()
+        running = Running(claim, None, now + timeout if timeout > 0 else None, timeout, began=now)
         self.running[claim.execution_id] = running
         self._slots().start(running)
 
@@ -334,15 +378,17 @@ class Loop:
 
     def _fail_all(self, reason: str) -> None:
         """A cold shutdown: every job in flight fails, with the reason, in one call."""
-        if not self.running:
+        if not self.running and not self.ahead:
             return
         now, slots = dates.now(), self._slots()
         ended = []
-        for running in self.running.values():
+        held = [(Running(claim, None, None, 0), NOT_STARTED.format(name=self.worker.name)) for claim in self.ahead]
+        for running, why in [*((running, reason) for running in self.running.values()), *held]:
             job = slots.job_of(running)
             job.ended_at = job.last_heartbeat = now
-            ended.append((running, slots.done(running, Outcome(OutcomeKind.FAILURE, exc_string=reason))))
+            ended.append((running, slots.done(running, Outcome(OutcomeKind.FAILURE, exc_string=why))))
         self.running.clear()
+        self.ahead.clear()
         try:
             self._record(ended, 0, now)
         except Exception as exc:

@@ -44,6 +44,7 @@ class Running:
     timeout: int
     task: Any = None
     acks: int = 0  # its hooks' records the loop answered (Tails: the hooks go on after them)
+    began: float = 0.0  # monotonic, when its slot took it
 
 
 class Done(NamedTuple):
