@@ -26,8 +26,8 @@
 --@include _finish.lua
 
 local r = argv_reader(2)
-local w, now_text, now_float, now_int, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl,
-  still_running, n = r.take(12)
+local w, now_text, now_float, now_int = r.take(4)
+local interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, still_running, n = r.take(8)
 local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
 c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
 c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
