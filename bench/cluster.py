@@ -1,6 +1,6 @@
 """rqfast on one Redis and on a local 3-master Redis Cluster: jobs/s and Redis CPU per job, by node.
 
-    python -m bench.cluster [--jobs 1000] [--queues 3] [--runs 1] [--layouts single,slot,keyspaces]
+    python -m bench.cluster [--jobs 1000] [--queues 3] [--runs 1] [--layouts single,slot,keyspaces,sharded]
 
 Each layout runs the same fleet: `--queues` queues of `--jobs` no-op jobs each, enqueued by one
 producer process per queue, then worked by one SimpleWorker process per queue (burst), all at once.
@@ -10,7 +10,9 @@ producer process per queue, then worked by one SimpleWorker process per queue (b
   holds everything).
 - `keyspaces`: the cluster, each queue's producer and worker under a prefix of its own, `{rq:<queue>}`,
   the queue names picked so that the queues land on different masters (docs/connections.md, "one
-  keyspace per queue group"; `RQFAST_SHARDING=queue`, which would do this in one process, is not built).
+  keyspace per queue group").
+- `sharded`: the cluster with `RQFAST_SHARDING=queue` in every process (the same keyspaces as
+  `keyspaces`, set by rqfast rather than by each process's prefix).
 
 Redis CPU is each node's `INFO cpu` (used_cpu_sys + used_cpu_user) delta over the run, enqueue
 included, divided by every job of the run. jobs/s is the work phase's (all jobs / from the workers'
@@ -36,6 +38,7 @@ from redis.cluster import RedisCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP = 'bench.jobs.noop'
+SHARDED = 'sharded'  # (as a queue's prefix: RQFAST_SHARDING=queue, which puts it under {rq:<queue>})
 
 
 def child(what: str, port: int, cluster: bool, queue: str, count: int) -> None:
@@ -53,7 +56,9 @@ def child(what: str, port: int, cluster: bool, queue: str, count: int) -> None:
 
 
 def _spawn(what: str, port: int, cluster: bool, queue: str, count: int, prefix: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, 'RQ_KEY_PREFIX': prefix, 'PYTHONPATH': str(ROOT)}
+    env = {**os.environ, 'RQ_KEY_PREFIX': prefix, 'PYTHONPATH': str(ROOT), 'RQFAST_SHARDING': ''}
+    if prefix == SHARDED:
+        env.update(RQ_KEY_PREFIX='rq', RQFAST_SHARDING='queue')
     args = [sys.executable, '-m', 'bench.cluster', '--child', what, str(port), str(int(cluster)), queue, str(count)]
     return subprocess.Popen(args, env=env, cwd=ROOT)
 
@@ -88,7 +93,8 @@ def run_fleet(
 def check(port: int, cluster: bool, queues: dict[str, str], count: int) -> None:
     """Every job finished: a run that did not do all its work is an error, not a figure."""
     conn: Any = RedisCluster(host='127.0.0.1', port=port) if cluster else redis.Redis(port=port)
-    for queue, prefix in queues.items():
+    for queue, given in queues.items():
+        prefix = f'{{rq:{queue}}}' if given == SHARDED else given
         finished = int(conn.zcard(f'{prefix}:finished:{queue}'))
         if finished != count:
             raise SystemExit(f'{queue}: {finished} of {count} jobs finished')
@@ -118,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--jobs', type=int, default=1000, help='jobs per queue (default 1000)')
     parser.add_argument('--queues', type=int, default=3)
     parser.add_argument('--runs', type=int, default=1)
-    parser.add_argument('--layouts', default='single,slot,keyspaces')
+    parser.add_argument('--layouts', default='single,slot,keyspaces,sharded')
     parser.add_argument('--child', nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -130,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix='bench-cluster-') as tmp:
         if 'single' in layouts:
             rows += _single(Path(tmp), args)
-        if {'slot', 'keyspaces'} & set(layouts):
+        if {'slot', 'keyspaces', 'sharded'} & set(layouts):
             rows += _on_cluster(Path(tmp), args, layouts)
     print(f'{args.queues} queues x {args.jobs} no-op jobs, one producer and one SimpleWorker per queue, at once\n')
     print('| layout | jobs/s | Redis CPU per job (µs), by master, largest first |')
@@ -172,6 +178,11 @@ def _on_cluster(workdir: Path, args: argparse.Namespace, layouts: list[str]) -> 
                 queues = {name: f'{{rq:{name}}}' for name in names}
                 rate, cpu = run_fleet(ports[0], masters, True, queues, args.jobs)
                 rows.append(_row('cluster, a keyspace per queue `{rq:<queue>}`', rate, cpu))
+            if 'sharded' in layouts:
+                queues = {name: SHARDED for name in names}
+                rows.append(
+                    _row('cluster, `RQFAST_SHARDING=queue`', *run_fleet(ports[0], masters, True, queues, args.jobs))
+                )
     return rows
 
 
