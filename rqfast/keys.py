@@ -54,6 +54,11 @@ def within(queue: str | None) -> Iterator[None]:
         _current.reset(token)
 
 
+def in_block() -> bool:
+    """Whether a within() block names the keyspace now."""
+    return _current.get() is not None
+
+
 def settle(queue: str) -> None:
     """Make `queue`'s keyspace this process's (a sharded worker of one queue): its threads and horses
     build their names there, and so do the children it spawns (through the environment)."""

@@ -140,6 +140,22 @@ def test_scheduler_retry_dependency_and_pipelines_in_a_queues_keyspace(port: int
     assert worker.returncode == 0, err
 
 
+SETTLED = """
+from redis import Redis
+from rqfast import SimpleWorker, keys
+with keys.within('listed'):
+    SimpleWorker(['listed'], connection=Redis(), prepare_for_work=False)  # (as Worker.all() makes them)
+print(keys.prefix())
+SimpleWorker(['served'], connection=Redis(), prepare_for_work=False)
+print(keys.prefix())
+"""
+
+
+def test_a_worker_made_for_its_queue_settles_the_process_in_its_keyspace() -> None:
+    out = subprocess.run([sys.executable, '-c', SETTLED], env=env(), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ['rq:', '{rq:served}:']
+
+
 @pytest.mark.parametrize(
     ('sharding', 'prefix', 'error'),
     [('slot', 'rq', 'unset, "none" or "queue"'), ('queue', '{rq}', 'RQ_KEY_PREFIX must have no braces')],

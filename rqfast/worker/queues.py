@@ -49,8 +49,8 @@ def connection_of(queues: list[Any], connection: Redis | None) -> Redis:
 def settle_keyspace(queues: list[Any]) -> None:
     """Sharded by queue (RQFAST_SHARDING=queue), a worker serves one queue, whose keyspace becomes its
     process's (keys.settle): serving several, one keyspace each, is not built yet."""
-    if not keys.SHARDED or not queues:
-        return
+    if not keys.SHARDED or not queues or keys.in_block():  # (made in a within() block, as Worker.all() there makes
+        return  # them, to be read: it is in that keyspace already, and the process's stays as it is)
     names = sorted({str(q if isinstance(q, str) else getattr(q, 'name', q)) for q in queues})
     if len(names) > 1:
         raise KeyspaceError(
