@@ -140,6 +140,30 @@ def test_scheduler_retry_dependency_and_pipelines_in_a_queues_keyspace(port: int
     assert worker.returncode == 0, err
 
 
+ONE_SERVER = """
+import sys
+from redis import Redis
+from rqfast import Queue, SimpleWorker
+conn = Redis.from_url(sys.argv[1])
+for name in ('plain-a', 'plain-b'):
+    Queue(name, connection=conn).enqueue('operator.add', 1, 2, job_id=f'{name}-job')
+SimpleWorker(['plain-b'], connection=conn).work(burst=True)
+print(Queue('plain-b', connection=conn).fetch_job('plain-b-job').result)
+"""
+
+
+def test_sharded_mode_on_one_server_too(redis_url: str) -> None:
+    """Nothing in it needs a cluster: the keyspaces are prefixes with braces (a test setup, a move)."""
+    import redis
+
+    out = run('-c', ONE_SERVER, redis_url)
+    assert out.stdout.split() == ['3']
+    conn = redis.Redis.from_url(redis_url)
+    assert conn.llen('{rq:plain-a}:queue:plain-a') == 1
+    assert conn.zcard('{rq:plain-b}:finished:plain-b') == 1
+    assert conn.exists('rq:queue:plain-a', 'rq:job:plain-b-job') == 0
+
+
 SETTLED = """
 from redis import Redis
 from rqfast import SimpleWorker, keys
