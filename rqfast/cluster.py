@@ -10,8 +10,11 @@ docs/connections.md, "Redis Cluster", says what works and what does not yet.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from . import keys
 from .defaults import RQ_KEY_PREFIX
@@ -20,6 +23,11 @@ from .defaults import RQ_KEY_PREFIX
 class ClusterKeyPrefixError(ValueError):
     """A Redis Cluster connection with an RQ_KEY_PREFIX that has no hash tag: rqfast's keys would
     spread over every slot, and its scripts (each touching several keys) would fail with CROSSSLOT."""
+
+
+class KeyspaceError(ValueError):
+    """Sharded by queue (RQFAST_SHARDING=queue), what would span two queues' keyspaces: a dependency on a
+    job of another queue, a group, a worker of several queues (docs/connections.md)."""
 
 
 _CLUSTER_TYPES: dict[type, bool] = {}  # the answer per connection class, once redis.cluster is loaded
@@ -62,10 +70,16 @@ def check_prefix(prefix: str = RQ_KEY_PREFIX) -> None:
         )
 
 
+def check_keyspaces() -> None:
+    """check_prefix(), unless sharded by queue: then every keyspace has the tag `{<prefix>:<queue>}`."""
+    if not keys.SHARDED:
+        check_prefix()
+
+
 def check_connection(connection: Any) -> None:
     """Refuse a cluster connection under a prefix without a hash tag (nothing else is checked)."""
     if is_cluster(connection):
-        check_prefix()
+        check_keyspaces()
 
 
 def node_client(connection: Any) -> Any:
@@ -73,5 +87,47 @@ def node_client(connection: Any) -> Any:
     prefix's slot (redis-py's own, shared with the cluster client: build a pool like it to own one)."""
     if not is_cluster(connection):
         return connection
-    check_prefix()
+    check_keyspaces()
     return connection.get_node_from_key(keys.SLOT_KEY).redis_connection
+
+
+Kind = TypeVar('Kind', bound=type)
+
+
+def in_queue_keyspace(attribute: str) -> Callable[[Kind], Kind]:
+    """Sharded by queue (RQFAST_SHARDING=queue): every public method and property of the class runs
+    within the keyspace of the queue its instance's `attribute` names (keys.within), so a Queue's or a
+    Job's calls build their names there. Otherwise the class is left as it is."""
+
+    def decorate(cls: Kind) -> Kind:
+        if not keys.SHARDED:
+            return cls
+        for name in dir(cls):
+            if name.startswith('_') or name == attribute:
+                continue
+            found = inspect.getattr_static(cls, name)
+            if inspect.isfunction(found):
+                setattr(cls, name, _within(found, attribute))
+            elif isinstance(found, property) and found.fget is not None:
+                fset = found.fset and _within(found.fset, attribute)
+                setattr(cls, name, property(_within(found.fget, attribute), fset, found.fdel, found.__doc__))
+        return cls
+
+    return decorate
+
+
+def _within(method: Callable[..., Any], attribute: str) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with keys.within(getattr(self, attribute, None)):
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+def queue_keyspace_key(queue: str, key: str) -> str:
+    """`key`, built under the base prefix (keys.BASE, as a class attribute's template is), moved into
+    `queue`'s keyspace when sharded by queue."""
+    if keys.SHARDED and key.startswith(keys.BASE):
+        return keys.keyspace(queue) + key[len(keys.BASE) :]
+    return key

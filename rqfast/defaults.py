@@ -41,14 +41,17 @@ _KEY_PREFIX_CHARS = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
     raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
 
-# Redis Cluster (docs/connections.md): RQFAST_SHARDING=queue, one keyspace per queue, is not built yet;
-# refused at import rather than run as one slot (a layout a sharded rqfast would not read).
+# Redis Cluster (docs/connections.md): RQFAST_SHARDING=queue makes each queue a keyspace of its own,
+# `{<RQ_KEY_PREFIX>:<queue>}` (rqfast.keys), so the queues spread over the cluster's masters.
 RQFAST_SHARDING = os.environ.get('RQFAST_SHARDING', '').strip().lower()
-if RQFAST_SHARDING not in ('', 'none'):
+if RQFAST_SHARDING not in ('', 'none', 'queue'):
     raise ValueError(
-        f'RQFAST_SHARDING={RQFAST_SHARDING!r}: only unset (or "none") is supported; sharding by queue is not '
-        "built yet: run each queue's processes under a prefix of its own, RQ_KEY_PREFIX='{rq:<queue>}' "
-        '(docs/connections.md, Redis Cluster)'
+        f'RQFAST_SHARDING={RQFAST_SHARDING!r}: unset, "none" or "queue" (docs/connections.md, Redis Cluster)'
+    )
+if RQFAST_SHARDING == 'queue' and ('{' in RQ_KEY_PREFIX or '}' in RQ_KEY_PREFIX):
+    raise ValueError(
+        f'RQFAST_SHARDING=queue puts each queue under a hash tag of its own, {{{RQ_KEY_PREFIX}:<queue>}}: '
+        f'RQ_KEY_PREFIX must have no braces (it is {RQ_KEY_PREFIX!r}; e.g. RQ_KEY_PREFIX=rq)'
     )
 
 # --- which RQ release's behaviour to follow where RQ 2.12 and RQ 3.0 differ

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from uuid import uuid4
 
 from . import keys, scripts
-from .cluster import check_connection
+from .cluster import KeyspaceError, check_connection
 from .exceptions import NoSuchGroupError
 from .job import Job
 from .maintenance import group_lock_ttl
@@ -38,6 +38,11 @@ class Group:
     def __init__(self, connection: Redis, name: str | None = None) -> None:
         self.name = name if name else uuid4().hex
         check_connection(connection)
+        if keys.SHARDED:
+            raise KeyspaceError(
+                'RQFAST_SHARDING=queue: groups are not supported (a group may span queues, and each queue is a '
+                'keyspace of its own)'
+            )
         self.connection = connection
         self.key = self.get_key(self.name)
 

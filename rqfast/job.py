@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from . import keys
+from .cluster import in_queue_keyspace
 from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, REGISTRY_CLASSES, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .dependencies import dependencies_are_met, releasable_dependents
@@ -73,6 +74,7 @@ def requeue_job(job_id: str, connection: Redis, serializer: Any = None) -> Job:
     return Job.fetch(job_id, connection=connection, serializer=serializer).requeue()
 
 
+@in_queue_keyspace('origin')
 class Job(JobRun):
     """A job's fields in memory; fetch() reads them, the queue and worker scripts write them."""
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import keys
-from .cluster import check_connection
+from .cluster import KeyspaceError, check_connection
 from .dates import now
 from .defaults import CALLBACK_TIMEOUT
 from .exceptions import DeserializationError
@@ -184,6 +184,14 @@ class JobSpec(JobRecord):
                 dependency_list.append(item)
             else:
                 raise ValueError(f'depends_on items must be Job objects or string job IDs, got {type(item).__name__}')
+        if keys.SHARDED:  # a dependency is looked up, and its dependents kept, in the job's own keyspace
+            for dep in dependency_list:
+                if isinstance(dep, JobSpec) and dep.origin and self.origin and dep.origin != self.origin:
+                    raise KeyspaceError(
+                        f'RQFAST_SHARDING=queue: job {self.id} of queue {self.origin!r} cannot depend on job '
+                        f'{dep.id} of queue {dep.origin!r}: each queue is a keyspace of its own, and a dependency '
+                        'across two is not supported'
+                    )
         self._dependency_ids = [dep.id if isinstance(dep, JobSpec) else dep for dep in dependency_list]
 
     # --- identity and keys

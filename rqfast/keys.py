@@ -5,15 +5,69 @@ is set when rqfast is imported (RQ 3.0's setting; rqfast.defaults reads it).
 
 The Lua scripts build the same names from the prefix they are given (see lua/_common.lua);
 the two must agree, and tests/test_keys.py checks that they do.
+
+With RQFAST_SHARDING=queue (Redis Cluster, docs/connections.md) each queue is a keyspace of its own,
+`{<RQ_KEY_PREFIX>:<queue>}:`, and every name below is under the current keyspace (prefix()): the one a
+`with within(queue):` block names, else the process's (settle(), a sharded worker's one queue). The
+constants (PREFIX, QUEUES, ...) are then computed at each read (__getattr__ below).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-from rqfast.defaults import RQ_KEY_PREFIX
+from rqfast.defaults import RQ_KEY_PREFIX, RQFAST_SHARDING
 
-PREFIX = RQ_KEY_PREFIX + ':'  # 'rq:' unless RQ_KEY_PREFIX is set (RQ 3.0's setting), as in every name below
+BASE = RQ_KEY_PREFIX + ':'  # 'rq:' unless RQ_KEY_PREFIX is set (RQ 3.0's setting), as in every name below
+SHARDED = RQFAST_SHARDING == 'queue'
+# the environment names a spawned child's keyspace (its worker's queue): read once, at import
+KEYSPACE_QUEUE_ENV = 'RQFAST_KEYSPACE_QUEUE'
+
+
+def keyspace(queue: str) -> str:
+    """The prefix of `queue`'s keys: `{<RQ_KEY_PREFIX>:<queue>}:` when sharded by queue, else BASE."""
+    return f'{{{RQ_KEY_PREFIX}:{queue}}}:' if SHARDED else BASE
+
+
+_process = [keyspace(os.environ[KEYSPACE_QUEUE_ENV]) if SHARDED and os.environ.get(KEYSPACE_QUEUE_ENV) else BASE]
+_current: ContextVar[str | None] = ContextVar('rqfast_keyspace', default=None)
+
+
+def prefix() -> str:
+    """The prefix every name is built from now: BASE unless sharded by queue (the module docstring)."""
+    return _current.get() or _process[0]
+
+
+@contextmanager
+def within(queue: str | None) -> Iterator[None]:
+    """Names built in the block are `queue`'s keyspace's (sharded by queue; otherwise nothing changes)."""
+    if not SHARDED or not queue:
+        yield
+        return
+    token = _current.set(keyspace(queue))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def in_block() -> bool:
+    """Whether a within() block names the keyspace now."""
+    return _current.get() is not None
+
+
+def settle(queue: str) -> None:
+    """Make `queue`'s keyspace this process's (a sharded worker of one queue): its threads and horses
+    build their names there, and so do the children it spawns (through the environment)."""
+    if SHARDED:
+        _process[0] = keyspace(queue)
+        os.environ[KEYSPACE_QUEUE_ENV] = queue
+
+
+PREFIX = BASE
 
 QUEUES = f'{PREFIX}queues'  # set of queue keys
 # The one key every script call declares (KEYS[1]; the scripts build their other keys from the prefix):
@@ -37,22 +91,23 @@ def format_template(build: Callable[[str], str]) -> str:
 
 
 def queue_key(queue: str) -> str:
-    return f'{QUEUE_PREFIX}{queue}'
+    return f'{prefix()}queue:{queue}'
 
 
 def queue_name_from_key(key: str) -> str:
-    if not key.startswith(QUEUE_PREFIX):
+    start = f'{prefix()}queue:'
+    if not key.startswith(start):
         raise ValueError(f'Not a valid RQ queue key: {key}')
-    return key[len(QUEUE_PREFIX) :]
+    return key[len(start) :]
 
 
 def intermediate_queue_key(queue: str) -> str:
-    return f'{QUEUE_PREFIX}{queue}:intermediate'
+    return f'{prefix()}queue:{queue}:intermediate'
 
 
 def priority_queue_key(queue: str) -> str:
     """rqfast's own (additive): a sorted set of the ids of the queue's prioritized jobs (docs/features.md)."""
-    return f'{QUEUE_PREFIX}{queue}:priority'
+    return f'{prefix()}queue:{queue}:priority'
 
 
 # The width of one lane of the priority set's scores: lane p holds [p * PRIORITY_LANE, (p + 1) * PRIORITY_LANE)
@@ -62,160 +117,192 @@ PRIORITY_LANE = 10**12
 
 def compact_queue_key(token: str) -> str:
     """Where Queue.compact() parks a queue's ids while it drops the missing ones."""
-    return f'{QUEUE_PREFIX}_compact:{token}'
+    return f'{prefix()}queue:_compact:{token}'
 
 
 def job_key(job_id: str) -> str:
-    return f'{JOB_PREFIX}{job_id}'
+    return f'{prefix()}job:{job_id}'
 
 
 def dependents_key(job_id: str) -> str:
-    return f'{JOB_PREFIX}{job_id}:dependents'
+    return f'{prefix()}job:{job_id}:dependents'
 
 
 def dependencies_key(job_id: str) -> str:
     # The double colon is RQ's, and part of the layout other tools read.
-    return f'{JOB_PREFIX}:{job_id}:dependencies'
+    return f'{prefix()}job::{job_id}:dependencies'
 
 
-def results_key(job_id: str, prefix: str = RQ_KEY_PREFIX) -> str:
-    """A job's results stream; `prefix` is for callers that read RQ_KEY_PREFIX late (RQ 3.0 reads its module's)."""
-    return f'{prefix}:results:{job_id}'
+def results_key(job_id: str, key_prefix: str = RQ_KEY_PREFIX) -> str:
+    """A job's results stream; `key_prefix` is for callers that read RQ_KEY_PREFIX late (RQ 3.0 reads its
+    module's); sharded by queue, the current keyspace's."""
+    return f'{prefix()}results:{job_id}' if SHARDED else f'{key_prefix}:results:{job_id}'
 
 
 def dead_letter_key(queue: str) -> str:
     """rqfast's own: a hash of the ids popped from `queue` that no worker can run (id -> "<time> <reason>")."""
-    return f'{PREFIX}dead-letter:{queue}'
+    return f'{prefix()}dead-letter:{queue}'
 
 
 def events_key(queue: str) -> str:
     """rqfast's own (additive): the capped stream of a queue's job lifecycle events (rqfast.events)."""
-    return f'{PREFIX}events:{queue}'
+    return f'{prefix()}events:{queue}'
 
 
 def execution_key(job_id: str, execution_id: str) -> str:
-    return f'{PREFIX}execution:{job_id}:{execution_id}'
+    return f'{prefix()}execution:{job_id}:{execution_id}'
 
 
 def executions_key(job_id: str) -> str:
-    return f'{PREFIX}executions:{job_id}'
+    return f'{prefix()}executions:{job_id}'
 
 
 def worker_executions_key(worker_name: str) -> str:
     """RQ 3.0's index of a worker's running executions (a set of `<job id>:<execution id>`)."""
-    return f'{WORKER_PREFIX}{worker_name}:executions'
+    return f'{prefix()}worker:{worker_name}:executions'
 
 
 def registry_key(queue: str) -> str:
     """RQ's BaseRegistry key; rqfast's registries all have keys of their own (below)."""
-    return f'{PREFIX}registry:{queue}'
+    return f'{prefix()}registry:{queue}'
 
 
 def started_registry_key(queue: str) -> str:
-    return f'{PREFIX}wip:{queue}'
+    return f'{prefix()}wip:{queue}'
 
 
 def finished_registry_key(queue: str) -> str:
-    return f'{PREFIX}finished:{queue}'
+    return f'{prefix()}finished:{queue}'
 
 
 def failed_registry_key(queue: str) -> str:
-    return f'{PREFIX}failed:{queue}'
+    return f'{prefix()}failed:{queue}'
 
 
 def deferred_registry_key(queue: str) -> str:
-    return f'{PREFIX}deferred:{queue}'
+    return f'{prefix()}deferred:{queue}'
 
 
 def scheduled_registry_key(queue: str) -> str:
-    return f'{PREFIX}scheduled:{queue}'
+    return f'{prefix()}scheduled:{queue}'
 
 
 def canceled_registry_key(queue: str) -> str:
-    return f'{PREFIX}canceled:{queue}'
+    return f'{prefix()}canceled:{queue}'
 
 
 def ready_registry_key(queue: str) -> str:
     """RQ 3.0's ReadyJobRegistry: dependents released but not yet pushed (score = when released)."""
-    return f'{PREFIX}ready:{queue}'
+    return f'{prefix()}ready:{queue}'
 
 
 def worker_key(name: str) -> str:
-    return f'{WORKER_PREFIX}{name}'
+    return f'{prefix()}worker:{name}'
 
 
 def workers_by_queue_key(queue: str) -> str:
-    return f'{PREFIX}workers:{queue}'
+    return f'{prefix()}workers:{queue}'
 
 
 def pubsub_channel(worker_name: str) -> str:
-    return f'{PREFIX}pubsub:{worker_name}'
+    return f'{prefix()}pubsub:{worker_name}'
 
 
-def maintenance_lock_key(queue: str, prefix: str = RQ_KEY_PREFIX) -> str:
-    return f'{prefix}:clean_registries:{queue}'
+def maintenance_lock_key(queue: str, key_prefix: str = RQ_KEY_PREFIX) -> str:
+    return f'{prefix()}clean_registries:{queue}' if SHARDED else f'{key_prefix}:clean_registries:{queue}'
 
 
 def scheduler_lock_key(queue: str) -> str:
-    return f'{PREFIX}scheduler-lock:{queue}'
+    return f'{prefix()}scheduler-lock:{queue}'
 
 
 def scheduler_key(name: str) -> str:
-    return f'{PREFIX}scheduler:{name}'
+    return f'{prefix()}scheduler:{name}'
 
 
 def group_key(group_id: str) -> str:
-    return f'{GROUP_PREFIX}{group_id}'
+    return f'{prefix()}group:{group_id}'
 
 
-CRON_JOBS = f'{PREFIX}cron_jobs'  # zset: cron job name -> when it last enqueued (RQ's CronJobRegistry)
-CRON_SCHEDULERS = f'{PREFIX}cron_schedulers'  # zset: cron scheduler name -> last heartbeat
+CRON_JOBS = f'{prefix()}cron_jobs'  # zset: cron job name -> when it last enqueued (RQ's CronJobRegistry)
+CRON_SCHEDULERS = f'{prefix()}cron_schedulers'  # zset: cron scheduler name -> last heartbeat
 
 
-def cron_schedulers_key(prefix: str = RQ_KEY_PREFIX) -> str:
-    """CRON_SCHEDULERS under `prefix`."""
-    return f'{prefix}:cron_schedulers'
+def cron_schedulers_key(key_prefix: str = RQ_KEY_PREFIX) -> str:
+    """CRON_SCHEDULERS under `key_prefix` (sharded by queue: the current keyspace's)."""
+    return f'{prefix()}cron_schedulers' if SHARDED else f'{key_prefix}:cron_schedulers'
 
 
 def cron_job_history_key(name: str) -> str:
     """A cron job's history: zset of the ids of the jobs it enqueued, scored by their enqueued_at."""
-    return f'{PREFIX}cron_job:{name}:jobs'
+    return f'{prefix()}cron_job:{name}:jobs'
 
 
 def cron_scheduler_key(name: str) -> str:
-    return f'{PREFIX}cron_scheduler:{name}'
+    return f'{prefix()}cron_scheduler:{name}'
 
 
 # RQ 3.0's concurrency rate limits (rqfast.rate_limit): the set of keys in use holds the bare keys
-RATE_LIMIT_KEYS = f'{PREFIX}rl-keys'
+RATE_LIMIT_KEYS = f'{prefix()}rl-keys'
 
 
 def rate_limit_config_key(key: str) -> str:
     """RQ 3.0's `rq:rl:<key>` hash: its `concurrency` (the last registrant's)."""
-    return f'{PREFIX}rl:{key}'
+    return f'{prefix()}rl:{key}'
 
 
 def rate_limit_allowed_key(key: str) -> str:
     """zset of the job ids holding a slot (queued or started); score = acquire time."""
-    return f'{PREFIX}rl:{key}:allowed'
+    return f'{prefix()}rl:{key}:allowed'
 
 
 def rate_limit_waiting_key(key: str) -> str:
     """zset of the job ids waiting for a slot (status rate_limited); score = when they started waiting."""
-    return f'{PREFIX}rl:{key}:rate_limited'
+    return f'{prefix()}rl:{key}:rate_limited'
 
 
 def debounce_key(key: str) -> str:
     """rqfast's own: the id of the job a `debounce=(key, delay)` burst will run (expires: DEBOUNCE_KEY_GRACE)."""
-    return f'{PREFIX}debounce:{key}'
+    return f'{prefix()}debounce:{key}'
 
 
 def throttle_key(key: str) -> str:
     """rqfast's own: the id of the job that opened a `throttle=(key, ttl)` window; expires with the window."""
-    return f'{PREFIX}throttle:{key}'
+    return f'{prefix()}throttle:{key}'
 
 
 def rate_limit_window_key(key: str) -> str:
     """rqfast's (additive): zset of a window rate limit's starts (`<id>:<execution id>`) and planned
     starts (`<id>`); score = epoch float (lua/_window.lua, window_take)."""
-    return f'{PREFIX}rl:{key}:window'
+    return f'{prefix()}rl:{key}:window'
+
+
+# Sharded by queue, the constants are the current keyspace's, computed at each read (`keys.QUEUES`):
+# taken out of the module's namespace so that __getattr__ answers for them.
+_CONSTANTS: dict[str, Callable[[], str]] = {
+    'PREFIX': lambda: prefix(),
+    'QUEUES': lambda: f'{prefix()}queues',
+    'SLOT_KEY': lambda: f'{prefix()}queues',
+    'WORKERS': lambda: f'{prefix()}workers',
+    'SUSPENDED': lambda: f'{prefix()}suspended',
+    'PAUSED_QUEUES': lambda: f'{prefix()}paused-queues',
+    'GROUPS': lambda: f'{prefix()}groups',
+    'GROUP_CLEANING_LOCK': lambda: f'{prefix()}clean_groups',
+    'QUEUE_PREFIX': lambda: f'{prefix()}queue:',
+    'JOB_PREFIX': lambda: f'{prefix()}job:',
+    'WORKER_PREFIX': lambda: f'{prefix()}worker:',
+    'GROUP_PREFIX': lambda: f'{prefix()}group:',
+    'CRON_JOBS': lambda: f'{prefix()}cron_jobs',
+    'CRON_SCHEDULERS': lambda: f'{prefix()}cron_schedulers',
+    'RATE_LIMIT_KEYS': lambda: f'{prefix()}rl-keys',
+}
+if SHARDED:
+    for _name in _CONSTANTS:
+        del globals()[_name]
+
+
+def __getattr__(name: str) -> str:
+    build = _CONSTANTS.get(name) if SHARDED else None
+    if build is None:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return build()

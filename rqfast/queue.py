@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import keys
 from .callbacks import execute_failure_callback, execute_success_callback
+from .cluster import in_queue_keyspace
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
 from .defaults import ENQUEUE_CHUNK, RQ_KEY_PREFIX, rq2_compat
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
 
 
+@in_queue_keyspace('name')
 class Queue(CreatingQueue):
     """RQ's Queue: BaseQueue's reads and admin calls, the release of dependents (DependentsQueue), making
     a job from a call (CreatingQueue), and every way to enqueue a job."""

@@ -93,7 +93,8 @@ class BaseQueue:
         check_connection(connection)  # a Redis Cluster needs a hash-tagged RQ_KEY_PREFIX (rqfast.cluster)
         self.connection = connection
         self.name = name
-        self._key = keys.queue_key(name)
+        with keys.within(name):  # (sharded by queue: the queue's keyspace; rqfast.cluster.in_queue_keyspace)
+            self._key = keys.queue_key(name)
         self._default_timeout = parse_timeout(default_timeout) or self.DEFAULT_TIMEOUT
         self._is_async = kwargs.get('async', is_async)
         if job_class is not None:  # rq's Job (django-rq's default JOB_CLASS) loads and enqueues as rqfast's

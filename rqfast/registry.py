@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import keys, scripts
 from .callbacks import execute_failure_callback
+from .cluster import queue_keyspace_key
 from .dates import epoch_seconds, from_epoch, now
 from .defaults import DEFAULT_FAILURE_TTL, REGISTRY_QUEUE_CLASS, SCHEDULER_CHUNK, rq2_compat
 from .exceptions import InvalidJobOperation, NoSuchJobError
@@ -48,7 +49,7 @@ class BaseRegistry:
         else:  # no connection is RQ's too: a registry made only to be configured (job_class...)
             self.name, self.serializer = name, resolve_serializer(serializer)
             self.connection = cast('Redis', connection)
-        self.key = self.key_template.format(self.name)
+        self.key = queue_keyspace_key(self.name, self.key_template.format(self.name))
         self.job_class = job_class or Job
         self.queue_class = queue_class or self.queue_class
         if death_penalty_class is not None:

@@ -79,6 +79,41 @@ def local_cluster(workdir: Path, masters: int = 3, replicas: int = 0) -> Iterato
         yield ports
 
 
+# On the slot's master, in one script (nothing runs in between): every key of the slot MIGRATEd to the
+# target, 1,000 at a time, then the slot marked MIGRATING, so that from then on every command on it is
+# sent on (ASK) to the target, which holds all of them. ARGV: slot, target host, target port, target id.
+MOVE_KEYS = """
+local slot, host, port, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local moved = 0
+while true do
+  local found = redis.call('CLUSTER', 'GETKEYSINSLOT', slot, 1000)
+  if #found == 0 then break end
+  redis.call('MIGRATE', host, port, '', 0, 60000, 'KEYS', unpack(found))
+  moved = moved + #found
+end
+redis.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', target)
+return moved
+"""
+
+
+def move_slot(ports: list[int], slot: int, source: int, target: int) -> int:
+    """Move `slot` from the master on port `source` to the one on `target` while clients use it, in the
+    order docs/connections.md gives (IMPORTING, the keys and MIGRATING in one script, then NODE on the
+    target first): the slot's keys are never split between the two. Returns how many keys moved."""
+    import redis
+
+    def node_id(port: int) -> str:
+        found = redis.Redis(port=port, decode_responses=True).execute_command('CLUSTER', 'MYID')
+        return str(found)
+
+    source_id, target_id = node_id(source), node_id(target)
+    redis.Redis(port=target).execute_command('CLUSTER', 'SETSLOT', slot, 'IMPORTING', source_id)
+    moved = int(redis.Redis(port=source).eval(MOVE_KEYS, 0, slot, '127.0.0.1', target, target_id))
+    for port in sorted(ports, key=lambda port: (port != target, port != source)):
+        redis.Redis(port=port).execute_command('CLUSTER', 'SETSLOT', slot, 'NODE', target_id)
+    return moved
+
+
 def _in_sync(port: int, replicas: int) -> bool:
     """A master has its `replicas` replicas connected; a replica its link to the master up."""
     import redis

@@ -114,6 +114,29 @@ def maintenance(port: int) -> None:
     print(clean_registries(conn, ['maint']).finished_expired)
 
 
+def sharded_rules(port: int) -> None:
+    """RQFAST_SHARDING=queue: a dependency within a queue runs; one across queues, a group and a worker
+    of two queues are refused (each prints its error's first words)."""
+    from rqfast.group import Group
+
+    conn = connect(port)
+    queue, other = Queue('dq', connection=conn), Queue('dr', connection=conn)
+    parent = queue.enqueue(RECORD, 7001, job_id='dparent')
+    queue.enqueue(RECORD, 7002, job_id='dchild', depends_on=parent)
+    SimpleWorker([queue], connection=conn).work(burst=True, logging_level='WARNING')
+    print(queue.fetch_job('dchild').get_status().value)  # type: ignore[union-attr]
+    for refused in (
+        lambda: other.enqueue(RECORD, 7003, depends_on=parent),
+        lambda: Group.create(conn),
+        lambda: SimpleWorker([queue, other], connection=conn),
+    ):
+        try:
+            refused()
+            print('not refused')
+        except ValueError as exc:
+            print(str(exc).split(':')[0], '|', str(exc)[:200])
+
+
 def no_hash_tag(port: int) -> None:
     """Queue() refuses the cluster connection under a prefix without a hash tag."""
     Queue('q', connection=connect(port)).enqueue(RECORD, 1)
@@ -127,4 +150,5 @@ if __name__ == '__main__':
         burst(port, sys.argv[3], sys.argv[4])
     else:
         scenarios = {'features': features, 'show_workers': show_workers, 'maintenance': maintenance}
+        scenarios['sharded_rules'] = sharded_rules
         {**scenarios, 'no_hash_tag': no_hash_tag}[what](port)

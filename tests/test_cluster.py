@@ -318,16 +318,6 @@ def test_checking_a_horses_lazy_client_does_not_build_it() -> None:
     assert '_recipe' in lazy.__dict__  # still lazy
 
 
-@pytest.mark.parametrize('sharding', ['queue', 'slot'])
-def test_sharding_by_queue_is_refused_at_import_until_built(sharding: str) -> None:
-    env = {**env_with(PREFIX), 'RQFAST_SHARDING': sharding}
-    out = subprocess.run([sys.executable, '-c', 'import rqfast'], env=env, capture_output=True, text=True)
-    assert out.returncode != 0
-    assert 'sharding by queue is not built yet' in out.stderr and "RQ_KEY_PREFIX='{rq:<queue>}'" in out.stderr
-    ok = subprocess.run([sys.executable, '-c', 'import rqfast'], env={**env, 'RQFAST_SHARDING': 'none'})
-    assert ok.returncode == 0
-
-
 def test_cluster_flag_on_a_server_that_is_no_cluster_is_one_error_line(redis_url: str) -> None:
     for command in (['info'], ['worker', '--burst', 'q']):
         out = run('-m', 'rqfast.cli', *command, '--cluster', '-u', redis_url, check=False)

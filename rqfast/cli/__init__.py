@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import click
 
+from .. import keys
+from ..defaults import RQ_KEY_PREFIX
 from ..version import VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
 from .enqueue import enqueue
+from .errors import CliError
 from .event_stream import events
 from .exporter import metrics
 from .monitor import info
@@ -16,11 +19,22 @@ from .pool import worker_pool
 from .rate_limits import rate_limits
 from .workers import worker
 
+# Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue: the others read or
+# write one keyspace, so they run once per queue with that queue's keyspace as their prefix.
+SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty'})
+
 
 @click.group()
 @click.version_option(VERSION, prog_name='rqfast')
-def main() -> None:
+@click.pass_context
+def main(context: click.Context) -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""
+    command = context.invoked_subcommand
+    if keys.SHARDED and command not in SHARDED_COMMANDS:
+        raise CliError(
+            f'RQFAST_SHARDING=queue: each queue is a keyspace of its own; run `{command}` per queue, with '
+            f"RQ_KEY_PREFIX='{{{RQ_KEY_PREFIX}:<queue>}}' and RQFAST_SHARDING unset (docs/connections.md)"
+        )
 
 
 for command in (

@@ -20,7 +20,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 from redis.sentinel import Sentinel
 
-from ..cluster import check_prefix
+from ..cluster import check_keyspaces
 from ..defaults import set_compat
 from .errors import CliError
 
@@ -68,7 +68,7 @@ def client_from_url(url: str, connection_class: type[redis.Redis]) -> redis.Redi
     url = urlunsplit(parts._replace(query=urlencode([(n, v) for n, v in query if n != 'cluster'])))
     if not flagged and said[-1] in _FALSE:
         return connection_class.from_url(url)
-    check_prefix()  # before the client connects
+    check_keyspaces()  # before the client connects
     try:
         client: Any = RedisCluster.from_url(url)  # (not a redis.Redis, but it answers the same commands)
     except (RedisClusterException, redis.RedisError) as exc:  # it connects at once: a node down, or no cluster

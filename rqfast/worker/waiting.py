@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from redis import Redis
+from redis.exceptions import AskError, TryAgainError
 
 from .. import keys, suspension, workerscripts
 from ..backoff import Backoff
@@ -84,6 +85,9 @@ def log_dropped(log: logging.Logger, name: str, claim: Any) -> None:
         log.error('Worker %s: job id %r cannot be run (%s); moved aside to %s', name, job_id, reason, where)
 
 
+REDIRECTED_PAUSE = 0.2  # seconds between waits redirected while a slot moves (docs/connections.md)
+
+
 class Waiter:
     """Blocks until a job id arrives on one of `queues`; owns its blocking connections."""
 
@@ -127,6 +131,10 @@ class Waiter:
         try:
             self._ensure_connections()
             return self._wait_many(timeout, active)
+        except (AskError, TryAgainError):  # (MovedError is an AskError) the cluster is moving the slot: the
+            self.close()  # next claim's script call follows the cluster client there, and so does the next wait
+            time.sleep(min(timeout, REDIRECTED_PAUSE))
+            return None
         except BaseException:
             self.close()  # a connection with a reply pending is of no further use
             raise

@@ -1,0 +1,194 @@
+"""RQFAST_SHARDING=queue on a local 3-master Redis Cluster: each queue a keyspace of its own,
+`{rq:<queue>}`, so a fleet's queues spread over the masters (rqfast.keys, docs/connections.md).
+
+The processes under test run in subprocesses (the setting is read at import), as in tests/test_cluster.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.cluster import RedisCluster
+
+from tests.cluster_fixture import local_cluster
+from tests.test_cluster import ROOT, keys_by_node, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+SHARDED = {'RQ_KEY_PREFIX': 'rq', 'RQFAST_SHARDING': 'queue'}
+
+
+@pytest.fixture(scope='module')
+def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with local_cluster(tmp_path_factory.mktemp('sharded')) as ports:
+        yield ports[0]
+
+
+@pytest.fixture
+def cluster(port: int) -> Iterator[Any]:
+    client = RedisCluster(host='127.0.0.1', port=port)
+    yield client
+    client.close()
+
+
+def env(**more: str) -> dict[str, str]:
+    return {**os.environ, **SHARDED, 'PYTHONPATH': ROOT, **more}
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], env=env(), capture_output=True, text=True, timeout=90, check=check)
+
+
+def test_1000_jobs_by_each_worker_class_run_once_with_a_keyspace_per_queue(
+    port: int, cluster: Any, tmp_path: Path
+) -> None:
+    """The single-slot run of tests/test_cluster.py, sharded: 250 jobs for each class (SimpleWorker, at
+    concurrency 10 too, Worker, SpawnWorker) enqueued by one producer, then the four burst workers at
+    once; each queue's keys are all on the master of its tag, and the four use at least two masters."""
+    kinds = {'simple': 'sa', 'simple10': 'sb', 'worker': 'sc', 'spawn': 'sd'}
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(port), '250', ','.join(kinds.values()), str(marks))
+    assert [cluster.llen(f'{{rq:{q}}}:queue:{q}') for q in kinds.values()] == [250] * 4
+    workers = [
+        subprocess.Popen(
+            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(port), kind, queue],
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for kind, queue in kinds.items()
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=90)
+        assert worker.returncode == 0, err
+    recorded: list[int] = []
+    for queue in kinds.values():
+        tag = f'{{rq:{queue}}}'
+        assert cluster.llen(f'{tag}:queue:{queue}') == 0
+        assert cluster.zcard(f'{tag}:finished:{queue}') == 250
+        assert cluster.zcard(f'{tag}:failed:{queue}') + cluster.zcard(f'{tag}:wip:{queue}') == 0
+        ran = cluster.hgetall(f'{tag}:test:ran')  # (a job's own writes, from its worker's keyspace)
+        assert set(ran.values()) == {b'1'}
+        recorded += [int(index) for index in ran]
+    marked = [int(line) for line in marks.read_text().split()]
+    assert sorted(marked + recorded) == list(range(1000))  # every job exactly once
+    where = keys_by_node(cluster)
+    homes = set()
+    for queue in kinds.values():
+        tag = f'{{rq:{queue}}}'
+        home = cluster.get_node_from_key(f'{tag}:queues').name
+        homes.add(home)
+        assert f'{tag}:job:job-{list(kinds.values()).index(queue) * 250 + 1}' in where[home]
+        assert all(not key.startswith(tag) for node, found in where.items() if node != home for key in found)
+    assert len(homes) >= 2
+
+
+def test_dependencies_within_a_queue_run_and_what_spans_queues_is_refused(port: int) -> None:
+    out = run('-m', 'tests.cluster_run', 'sharded_rules', str(port)).stdout.splitlines()
+    assert out[0] == 'finished'  # the dependent, after its parent, in the queue's keyspace
+    assert [line.split(' | ')[0] for line in out[1:]] == ['RQFAST_SHARDING=queue'] * 3
+    assert 'cannot depend on job dparent' in out[1]
+    assert 'groups are not supported' in out[2]
+    assert 'a worker serves one queue' in out[3] and 'dq, dr' in out[3]
+
+
+def test_the_cli_worker_of_one_queue_and_of_two(port: int, cluster: Any, tmp_path: Path) -> None:
+    run('-m', 'tests.cluster_run', 'enqueue', str(port), '3', 'cq', str(tmp_path / 'marks'), '8000')
+    url = f'redis://127.0.0.1:{port}/?cluster=true'
+    run('-m', 'rqfast.cli', 'worker', '-u', url, '--burst', 'cq')
+    assert cluster.zcard('{rq:cq}:finished:cq') == 3
+    two = run('-m', 'rqfast.cli', 'worker', '-u', url, '--burst', 'cq', 'other', check=False)
+    assert two.returncode == 1, two
+    assert 'a worker serves one queue' in two.stderr and 'Traceback' not in two.stderr
+    refused = run('-m', 'rqfast.cli', 'info', '-u', url, 'cq', check=False)  # (it reads one keyspace)
+    assert refused.returncode == 1 and "RQ_KEY_PREFIX='{rq:<queue>}'" in refused.stderr, refused
+    one = {**env(), 'RQFAST_SHARDING': '', 'RQ_KEY_PREFIX': '{rq:cq}'}  # the queue's keyspace, as a plain prefix
+    info = subprocess.run(
+        [sys.executable, '-m', 'rqfast.cli', 'info', '-u', url], env=one, capture_output=True, text=True
+    )
+    assert 'cq ' in info.stdout and '3 finished' in info.stdout, info
+
+
+def test_scheduler_retry_dependency_and_pipelines_in_a_queues_keyspace(port: int, cluster: Any) -> None:
+    """tests/test_cluster.py's features, sharded: a CLI worker with its scheduler, of the one queue."""
+    url = f'redis://127.0.0.1:{port}/?cluster=true'
+    worker = subprocess.Popen(
+        [sys.executable, '-m', 'rqfast.cli', 'worker', '-u', url, '--name', 'fs', '--with-scheduler', 'features'],
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tag = '{rq:features}'
+        wait_for(lambda: cluster.exists(f'{tag}:worker:fs'), 'the worker to register')
+        run('-m', 'tests.cluster_run', 'features', str(port))
+        done = {'retried', 'parent', 'child', 'later', 'piped-True', 'piped-False', 'many'}
+        finished = f'{tag}:finished:features'
+        wait_for(lambda: {m.decode() for m in cluster.zrange(finished, 0, -1)} == done, 'the seven jobs to finish')
+        assert cluster.zcard(f'{tag}:failed:features') == 0
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+
+
+ONE_SERVER = """
+import sys
+from redis import Redis
+from rqfast import Queue, SimpleWorker
+conn = Redis.from_url(sys.argv[1])
+for name in ('plain-a', 'plain-b'):
+    Queue(name, connection=conn).enqueue('operator.add', 1, 2, job_id=f'{name}-job')
+SimpleWorker(['plain-b'], connection=conn).work(burst=True)
+print(Queue('plain-b', connection=conn).fetch_job('plain-b-job').result)
+"""
+
+
+def test_sharded_mode_on_one_server_too(redis_url: str) -> None:
+    """Nothing in it needs a cluster: the keyspaces are prefixes with braces (a test setup, a move)."""
+    import redis
+
+    out = run('-c', ONE_SERVER, redis_url)
+    assert out.stdout.split() == ['3']
+    conn = redis.Redis.from_url(redis_url)
+    assert conn.llen('{rq:plain-a}:queue:plain-a') == 1
+    assert conn.zcard('{rq:plain-b}:finished:plain-b') == 1
+    assert conn.exists('rq:queue:plain-a', 'rq:job:plain-b-job') == 0
+
+
+SETTLED = """
+from redis import Redis
+from rqfast import SimpleWorker, keys
+with keys.within('listed'):
+    SimpleWorker(['listed'], connection=Redis(), prepare_for_work=False)  # (as Worker.all() makes them)
+print(keys.prefix())
+SimpleWorker(['served'], connection=Redis(), prepare_for_work=False)
+print(keys.prefix())
+"""
+
+
+def test_a_worker_made_for_its_queue_settles_the_process_in_its_keyspace() -> None:
+    out = subprocess.run([sys.executable, '-c', SETTLED], env=env(), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ['rq:', '{rq:served}:']
+
+
+@pytest.mark.parametrize(
+    ('sharding', 'prefix', 'error'),
+    [('slot', 'rq', 'unset, "none" or "queue"'), ('queue', '{rq}', 'RQ_KEY_PREFIX must have no braces')],
+)
+def test_the_setting_is_checked_at_import(sharding: str, prefix: str, error: str) -> None:
+    bad = env(RQFAST_SHARDING=sharding, RQ_KEY_PREFIX=prefix)
+    out = subprocess.run([sys.executable, '-c', 'import rqfast'], env=bad, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert error in out.stderr
+    for fine in ('none', 'queue', ''):
+        ok = {**bad, 'RQFAST_SHARDING': fine, 'RQ_KEY_PREFIX': 'rq'}
+        assert subprocess.run([sys.executable, '-c', 'import rqfast'], env=ok).returncode == 0
