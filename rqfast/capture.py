@@ -22,6 +22,7 @@ TRUNCATED = '\n[rqfast: output truncated, {} more characters]\n'
 _buffer: contextvars.ContextVar[Buffer | None] = contextvars.ContextVar('rqfast_output', default=None)
 _lock = threading.Lock()
 _open = 0  # captures open in this process (the proxies are in place while it is above 0)
+_passing = threading.RLock()  # a write or flush passed on to a real stream (see _Proxy)
 
 
 class Buffer:
@@ -46,7 +47,12 @@ class Buffer:
 
 
 class _Proxy:
-    """Stands in for sys.stdout or sys.stderr: the writes of a capturing context go to its buffer."""
+    """Stands in for sys.stdout or sys.stderr: the writes of a capturing context go to its buffer.
+
+    The others go on to the real stream, one thread at a time (_passing): CPython's TextIOWrapper is not
+    safe to write from several threads at once (python/cpython#118138: a race in its pending bytes,
+    seen here as a segfault of a test run with capturing jobs on threads beside other writers).
+    """
 
     def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream  # None when the process has no such stream (sys.stdout is None)
@@ -54,7 +60,10 @@ class _Proxy:
     def write(self, text: str) -> int:
         buffer = _buffer.get()
         if buffer is None:
-            return self._stream.write(text) if self._stream is not None else len(text)  # (None: print drops it)
+            if self._stream is None:
+                return len(text)  # (no such stream: print drops it)
+            with _passing:
+                return self._stream.write(text)
         buffer.write(str(text))
         return len(text)
 
@@ -64,7 +73,8 @@ class _Proxy:
 
     def flush(self) -> None:
         if _buffer.get() is None and self._stream is not None:
-            self._stream.flush()
+            with _passing:
+                self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:  # encoding, fileno, isatty...: the real stream's
         return getattr(self._stream, name)
