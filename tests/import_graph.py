@@ -134,9 +134,6 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     # rqfast/worker/: being reworked into one loop (issue 25, item 1), which removes or reasons these
     ('rqfast.worker.spawn', 'rqfast.horse'): (1, 'start-up cost: only an RQ-style spawned child serves a job'),
     ('rqfast.worker.spawn', 'traceback'): (1, 'start-up cost: only a spawned child that fails'),
-    ('rqfast.worker.upkeep', 'rqfast.group'): (1, 'no reason recorded: kept for the worker loop rework'),
-    ('rqfast.worker.upkeep', 'rqfast.maintenance'): (2, 'no reason recorded: kept for the worker loop rework'),
-    ('rqfast.worker.upkeep', 'rqfast.scheduler'): (1, 'no reason recorded: kept for the worker loop rework'),
 }
 
 # Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class
