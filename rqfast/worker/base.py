@@ -12,7 +12,8 @@ horse pool (pool.py). What RQ users call or override stays the worker's own meth
 those objects: RQ's extension points (register_birth, heartbeat, perform_job...: here, hooks.py,
 rq_api.py) and RQ's by-hand API (records.WorkerReads, stepwise.py), mixins with no state of their
 own; finishing.py (one claimed job run inline) and signals.py (warm and cold shutdown) are mixins
-still (the loop reads their flags). How a job is executed is simple.py's, forking.py's or spawn.py's.
+still (the loop reads their flags). What they read from the worker is declared once, in declared.py.
+How a job is executed is simple.py's, forking.py's or spawn.py's.
 """
 
 from __future__ import annotations

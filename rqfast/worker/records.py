@@ -20,10 +20,10 @@ from redis import Redis
 from .. import engine, keys, workerscripts
 from ..dates import now, utcformat, utcparse
 from ..defaults import JOB_HEARTBEAT_GRACE, rq2_compat
-from ..executions import Execution
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
+from .declared import WorkerAttributes
 
 DEATH_TTL = 60  # seconds a dead worker's hash stays readable, as in RQ
 
@@ -238,22 +238,11 @@ class WorkerHash:
         write_state(self.connection, self.name, state)
 
 
-class WorkerReads:
+class WorkerReads(WorkerAttributes):
     """RQ's reading-back API, as the worker's own (Worker.all(), find_by_key(), count(), refresh(), the
     current job...): no state of its own; what it reads back lands in the worker's RQ attributes."""
 
-    connection: Redis
-    name: str
-    ip_address: str
-    version: str
-    python_version: str
     _job_id: str | None = None  # RQ's: the current job when the hash was last read
-    queues: list[Any]
-    queue_class: Any
-    job_class: Any
-    serializer: Any
-    _local_execution: Callable[[], Execution | None]  # RQWorkerAPI's
-    get_current_executions: Callable[..., list[Execution]]  # RQWorkerAPI's
     _apply: Callable[[WorkerRecord], None]  # BaseWorker's: a record read back, into the worker's attributes
     _hash: WorkerHash  # BaseWorker's: what it writes about itself, and when
 

@@ -9,17 +9,13 @@ are listed there with the reason.
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from redis import Redis
-
-from .. import engine, keys
+from .. import keys
 from ..command import handle_command, parse_payload
 from ..dates import now, utcformat
 from ..exceptions import StopRequested
@@ -29,6 +25,7 @@ from ..status import WorkerStatus
 from ..suspension import is_suspended
 from ..text import as_text
 from .commands import CommandListener
+from .declared import WorkerAttributes
 from .order import QueueOrder
 from .upkeep import Duties
 
@@ -40,36 +37,12 @@ except ImportError:  # pragma: no cover - depends on the environment
         pass
 
 
-class RQWorkerAPI:
+class RQWorkerAPI(WorkerAttributes):
     """RQ's worker methods and attributes that rqfast's loop does not need (a BaseWorker mixin)."""
 
-    connection: Redis
-    name: str
-    log: logging.Logger
-    queues: list[Any]
-    queue_class: Any
-    job_class: Any
-    serializer: Any
-    work_horse_killed_handler: Any
-    _state: WorkerStatus
-    _stop_requested: bool
-    _shutdown_requested_date: Any
-    _in_flight: dict[str, engine.Claim]
     _queue_order: QueueOrder
-    set_state: Callable[[WorkerStatus | str], None]  # BaseWorker's
-    queue_names: Callable[[], list[str]]  # BaseWorker's
     _listener: CommandListener | None  # while the worker works: subscribe(), unsubscribe()
     _duties: Duties
-    _exc_handlers: list[Callable[..., Any]]
-    maintenance_interval: int
-    job_policy: Any
-    birth_date: Any
-    last_heartbeat: Any
-    pid: int
-    hostname: str
-    ip_address: str
-    version: str
-    python_version: str
 
     exponential_backoff_factor = 2.0  # RQ's reconnect backoff (rqfast's: backoff.Backoff)
     max_connection_wait_time = 60.0

@@ -3,19 +3,16 @@ signal that kills a horse (RQ's rq.worker.base names)."""
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
-from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import redis
-from redis import Redis
 
 from .. import dates
 from ..exceptions import StopRequested
 from . import records
+from .declared import WorkerAttributes
 
 # SIGKILL where the platform has it: a horse cannot ignore it
 SHUTDOWN_SIGNAL: signal.Signals = getattr(signal, 'SIGKILL', signal.SIGTERM)
@@ -43,7 +40,7 @@ def signal_name(signum: int) -> str:
         return 'SIG_UNKNOWN'
 
 
-class StopSignals:
+class StopSignals(WorkerAttributes):
     """The worker's SIGINT/SIGTERM handling, as BaseWorker's own methods (RQ's names: a subclass
     overrides request_stop or handle_warm_shutdown_request, as HerokuWorker does).
 
@@ -52,15 +49,6 @@ class StopSignals:
     horse is killed and ColdShutdown raised. Reads from the worker: connection, name, log, the jobs
     in flight and whether it waits interruptibly; kill_horse is Commands'.
     """
-
-    connection: Redis
-    name: str
-    log: logging.Logger
-    _in_flight: dict[str, Any]
-    _interruptible: bool
-    _stop_requested: bool
-    _shutdown_requested_date: datetime | None
-    kill_horse: Callable[..., None]
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():
