@@ -103,7 +103,12 @@ class Duties:
         self.last_cleaned_at: datetime | None = None
 
     def start(
-        self, heartbeat: Callable[[], Any], every: float, maintain: Callable[[], None], interval: int, recover: Any
+        self,
+        heartbeat: Callable[[], Any],
+        every: float,
+        maintain: Callable[[], None],
+        interval: int,
+        recover: Callable[[], None] | None,
     ) -> None:
         """Start the heartbeat and maintenance threads (Upkeep.start); stop() stops them."""
         self.upkeep = Upkeep(self.name)
