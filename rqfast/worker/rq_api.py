@@ -3,6 +3,9 @@
 rqfast's loop does most of this in its scripts (suspension is seen by the claim script, counters and
 working time are written by finish_job, the executions index by the claim and finish scripts), so
 it calls few of these; they do what RQ's do when called, and read what rqfast's scripts write.
+RQ's commands (handle_payload, kill_horse, stop_job) and maintenance (run_maintenance_tasks,
+clean_registries) are here as the worker's own methods, so a subclass overrides them as in RQ; the
+command listener (commands.py) and the upkeep threads and scheduler (upkeep.Duties) do the work.
 tests/test_worker_api.py compares the worker classes' public names with RQ's; the few left out
 are listed there with the reason.
 """
@@ -38,7 +41,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 class RQWorkerAPI(WorkerAttributes):
-    """RQ's worker methods and attributes that rqfast's loop does not need (a BaseWorker mixin)."""
+    """RQ's worker methods and attributes beside the loop's (a BaseWorker mixin with no state of its own:
+    the commands and maintenance methods hand their work to the listener and the Duties the worker holds)."""
 
     _queue_order: QueueOrder
     _listener: CommandListener | None  # while the worker works: subscribe(), unsubscribe()

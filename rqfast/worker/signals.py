@@ -47,7 +47,7 @@ class StopSignals(WorkerAttributes):
     The first signal is a warm shutdown: the job in hand finishes, then the worker stops (at once if
     it is blocked waiting for a job). A second one, a second or more later, is a cold shutdown: the
     horse is killed and ColdShutdown raised. Reads from the worker: connection, name, log, the jobs
-    in flight and whether it waits interruptibly; kill_horse is Commands'.
+    in flight and whether it waits interruptibly; kill_horse is rq_api.py's (a forking worker's kills its horse).
     """
 
     def _install_signal_handlers(self) -> None:
