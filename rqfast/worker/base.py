@@ -7,12 +7,12 @@ burst, max_jobs, max_idle_time or a signal; recorder.py records how each job end
 
 What owns state is an object the worker holds, with a narrow interface: its hash (records.WorkerHash:
 birth, death, heartbeats), the command listener (commands.py), its duties (upkeep.Duties: heartbeat
-and maintenance threads, the scheduler), the loop and its recorder, the Waiter (waiting.py), the
-horse pool (pool.py). What RQ users call or override stays the worker's own methods, which call
-those objects: RQ's extension points (register_birth, heartbeat, perform_job...: here, hooks.py,
-rq_api.py) and RQ's by-hand API (records.WorkerReads, stepwise.py), mixins with no state of their
-own; finishing.py (one claimed job run inline) and signals.py (warm and cold shutdown) are mixins
-still (the loop reads their flags). What they read from the worker is declared once, in declared.py.
+and maintenance threads, the scheduler), a stop request (signals.StopRequest), the loop and its
+recorder, the Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the
+worker's own methods, which call those objects: RQ's extension points (register_birth, heartbeat,
+request_stop, perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API
+(records.WorkerReads, stepwise.py), mixins with no state of their own; finishing.py (one claimed job
+run inline) is a mixin still. What the mixins read from the worker is declared once, in declared.py.
 How a job is executed is simple.py's, forking.py's or spawn.py's.
 """
 
@@ -70,7 +70,7 @@ from .recorder import Recorder
 from .records import WorkerHash, WorkerReads, WorkerRecord
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
-from .signals import StopSignals
+from .signals import StopRequest, StopSignals
 from .signals import signal_name as signal_name
 from .stepwise import Stepwise
 from .upkeep import Duties, heartbeat_interval
@@ -154,9 +154,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
         self.failed_job_count = 0
         self.total_working_time = 0.0
         self._state = WorkerStatus.STARTED
-        self._stop_requested = False
-        self._interruptible = False  # blocked waiting for a job: a stop request may raise there
-        self._shutdown_requested_date: datetime | None = None
+        self._stop_request = StopRequest(connection, self.name, logger)  # a warm shutdown's state (signals.py)
         self._stopped_job_id: str | None = None
         self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
         self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
@@ -371,13 +369,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
 
     def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
-        self._interruptible = True
-        try:
-            if self._stop_requested:
-                raise StopRequested()
-            return wait(*args)
-        finally:
-            self._interruptible = False
+        return self._stop_request.interruptibly(wait, *args)
 
     def _wait_while_suspended(self) -> None:
         self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)

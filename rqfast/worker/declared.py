@@ -55,10 +55,9 @@ class WorkerAttributes:
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]  # the jobs running now, by id (the recorder's)
     _job_started_monotonic: float | None
-    _stop_requested: bool
-    _interruptible: bool  # blocked waiting for a job: a stop request may raise there
-    _shutdown_requested_date: datetime | None
     _stopped_job_id: str | None
+    _stop_requested: bool  # signals.py's (its StopRequest's)
+    _shutdown_requested_date: datetime | None  # signals.py's (its StopRequest's)
 
     # methods of BaseWorker, or of one mixin that another calls
     queue_names: Callable[[], list[str]]
