@@ -1,15 +1,19 @@
-"""A Redis connection taken apart and rebuilt elsewhere (a horse, a child process), and the server's version."""
+"""A Redis connection taken apart and rebuilt elsewhere (a horse, a child process).
+
+A spawned child imports this module only to build its job's connection (rqfast/horse.py), so redis-py at the
+top costs a child whose job never uses Redis nothing."""
 
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from redis import Connection as RedisConnection
+from redis import Redis
+from redis.cluster import ClusterNode
+from redis.sentinel import Sentinel
 
 from .cluster import is_cluster
-
-if TYPE_CHECKING:  # redis-py is imported where a connection is used: a horse imports this module without it
-    from redis import Connection as RedisConnection
-    from redis import Redis
 
 
 class NoRedisConnectionException(Exception):
@@ -31,8 +35,6 @@ REDIS_RUNTIME_CONNECTION_KWARGS = (
 )
 
 # fakeredis's answer to INFO it does not implement, as RQ's
-_UNKNOWN_VERSION = (5, 0, 9)
-_VERSION_ATTRIBUTE = '__rq_redis_server_version'  # RQ's cache on the connection object
 
 
 def has_sockets(connection: Any) -> bool:
@@ -72,8 +74,6 @@ def build_pool(pool_class: Any, connection_class: Any, kwargs: dict[str, Any], s
     if sentinel is None:
         return pool_class(connection_class=connection_class, **kwargs)
     if isinstance(sentinel, tuple):
-        from redis.sentinel import Sentinel
-
         service_name, addresses, sentinel_kwargs, is_master, check_connection = sentinel
         sentinel_class: Any = Sentinel  # (untyped in redis-py)
         manager = sentinel_class(addresses, sentinel_kwargs=sentinel_kwargs)
@@ -105,24 +105,6 @@ def parse_connection(connection: Redis) -> tuple[type[Redis], type[RedisConnecti
         return type(connection), None, {'cluster': cluster_recipe(connection)}  # type: ignore[return-value]
     pool_class: type[RedisConnection] = connection.connection_pool.connection_class
     return type(connection), pool_class, get_connection_kwargs(connection)
-
-
-def get_version(connection: Redis) -> tuple[int, int, int]:
-    """The server's version as (major, minor, patch), asked once per connection object."""
-    cached = getattr(connection, _VERSION_ATTRIBUTE, None)
-    if cached:
-        return cached  # type: ignore[no-any-return]
-    from redis.exceptions import ResponseError
-
-    try:
-        text = str(connection.info('server')['redis_version'])
-    except ResponseError:
-        return _UNKNOWN_VERSION
-    parts = [int(part) for part in text.split('.')[:3]]
-    version = (parts + [0, 0, 0])[:3]
-    found = (version[0], version[1], version[2])
-    setattr(connection, _VERSION_ATTRIBUTE, found)
-    return found
 
 
 def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...] | bytes | None:
@@ -186,10 +168,7 @@ def cluster_recipe(connection: Any, picklable: bool = False) -> tuple[Any, ...] 
 
 
 def _build_cluster(client_class: Any, kwargs: dict[str, Any], found: Any, client: Any) -> Any:
-    from redis.cluster import ClusterNode as Node
-
-    node: Any = Node  # (untyped in redis-py)
-
+    node: Any = ClusterNode  # (untyped in redis-py)
     addresses, options = found
     arguments = {**kwargs, **options, 'startup_nodes': [node(host, port) for host, port in addresses]}
     if client is None:

@@ -31,6 +31,10 @@ def utcparse(text: str | bytes) -> datetime:
     return datetime.fromisoformat(text[:-1]).replace(tzinfo=timezone.utc)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_SECOND = timedelta(seconds=1)
+
+
 def epoch_seconds(dt: datetime) -> int:
     """Integer epoch of a datetime; a naive one is taken as local time, as RQ's scheduler does: at the UTC
     offset in effect on its date (RQ 3.0), or at the zone's daylight-saving offset whatever the date when the
@@ -43,9 +47,7 @@ def epoch_seconds(dt: datetime) -> int:
             dt = dt.replace(tzinfo=timezone(timedelta(seconds=offset)))
         else:
             dt = dt.astimezone()
-    import calendar  # here: calendar imports locale, which a spawned child need not import
-
-    return calendar.timegm(dt.utctimetuple())
+    return (dt - _EPOCH) // _SECOND  # (calendar.timegm would import locale into a spawned child)
 
 
 def from_epoch(value: float) -> datetime:
@@ -54,9 +56,7 @@ def from_epoch(value: float) -> datetime:
 
 def current_timestamp() -> int:
     """Now as an integer UTC epoch."""
-    import calendar
-
-    return calendar.timegm(now().utctimetuple())
+    return (now() - _EPOCH) // _SECOND
 
 
 def str_to_date(text: str | bytes) -> datetime:

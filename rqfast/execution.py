@@ -6,11 +6,13 @@ Used by the SimpleWorker, by the forking and spawn workers' children, and by is_
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from . import tracing
+from .capture import captured_output
 from .dates import now
 from .job import Job, Retry
 from .outcome import Outcome, OutcomeKind
@@ -48,8 +50,6 @@ def _run_job_output(
     """The run, with its output captured when the job asks for it (capture_output=True)."""
     if not job.capture_output:
         return _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
-    from .capture import captured_output  # here: only a job that asks for it pays for its import
-
     with captured_output() as output:
         outcome = _run_job(job, death_penalty_class, exception_handlers, default_timeout, clock)
     outcome.output = output.text()
@@ -102,8 +102,6 @@ async def _run_job_async_output(
 ) -> Outcome:
     if not job.capture_output:
         return await _run_job_async(job, exception_handlers, default_timeout, clock)
-    from .capture import captured_output  # as in run_job
-
     with captured_output() as output:  # (the task's own context: other tasks' output is not captured)
         outcome = await _run_job_async(job, exception_handlers, default_timeout, clock)
     outcome.output = output.text()
@@ -151,8 +149,6 @@ def fail_job(
     except Exception:
         exc_info = sys.exc_info()
     run_exception_handlers(job, exc_info, exception_handlers)
-    import traceback  # here: a spawned child whose job succeeds never imports it
-
     return Outcome(OutcomeKind.FAILURE, exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
 
 
@@ -162,8 +158,6 @@ def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[Exception
         try:
             fall_through = handler(job, *exc_info)
         except Exception:
-            import traceback
-
             traceback.print_exc()
             break
         if fall_through is not None and not fall_through:

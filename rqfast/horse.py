@@ -10,11 +10,13 @@ spawned child stays small. Pipe messages: length-prefixed pickles.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import pickle
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from datetime import datetime
 from types import FrameType
@@ -34,11 +36,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
 
-def _logger() -> Any:
-    """The 'rqfast.worker' logger, imported when there is something to log: a work horse or a spawned
-    child that logs nothing never imports logging."""
-    import logging
-
+def _logger() -> logging.Logger:
     return logging.getLogger('rqfast.worker')
 
 
@@ -84,8 +82,6 @@ def encode_report(report: Report) -> bytes:
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a Retry subclass that does not pickle
-        import traceback  # here: a horse whose job succeeds never imports it
-
         failure = ('failure', None, report.exc_string or traceback.format_exc(), *fields[3:])
         return pickle.dumps(failure, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -332,8 +328,6 @@ def _vetted_job(
     try:
         return _load_job(settings, connection, job_id, raw, started_at, settings.policy)
     except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
-        import traceback  # here: a horse whose job loads never imports it
-
         _report_at_once(report_fd, OutcomeKind.FAILURE.value, traceback.format_exc(), started_at)
         return None
 
@@ -392,8 +386,6 @@ def spawn_main(job_fd: int, report_fd: int, module: str = '') -> None:
             serve_one_job(job_fd, report_fd, settings, module)
         code = 0
     except BaseException:
-        import traceback
-
         traceback.print_exc()
     finally:
         flush_stdio()

@@ -21,7 +21,7 @@ from .exceptions import InvalidJobOperation, NoSuchJobError
 from .imports import class_at
 from .jobhash import encode_meta, job_fields, restore_job
 from .joboptions import Callback, Retry
-from .jobrun import JobRun, running_job
+from .jobrun import JobRun, running_job, scripts
 from .jobspec import (
     JOB_ID_PATTERN,
     UNEVALUATED,
@@ -59,6 +59,14 @@ __all__ = [
     'requeue_job',
     'validate_job_id',
 ]
+
+
+def _result_class() -> type[Result]:
+    """rqfast.results' Result, imported when a job's results are first read or written: a spawned child
+    that only loads and runs its job imports none of it."""
+    from .results import Result
+
+    return Result
 
 
 def get_current_job(connection: Redis | None = None, job_class: Any = None) -> Job | None:
@@ -147,10 +155,8 @@ class Job(JobRun):
 
     def register_dependency(self, pipeline: Pipeline | None = None) -> None:
         """Into the deferred registry of its queue and its dependencies' dependents sets (one script call)."""
-        from . import scripts  # here, as in the methods below: a horse running a job imports no script
-
         moment = epoch_seconds(now())
-        scripts.register_dependency(self.connection, self.id, self.origin, moment, self._dependency_ids, pipeline)
+        scripts().register_dependency(self.connection, self.id, self.origin, moment, self._dependency_ids, pipeline)
 
     def dependencies_are_met(
         self,
@@ -230,14 +236,12 @@ class Job(JobRun):
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if pipeline is not None and self.has_rate_limit:  # RQ 3.0 refuses it (its promotion is a later step)
             raise InvalidJobOperation('Cannot cancel a rate-limited job with a caller-supplied pipeline')
-        from . import scripts
-
         expected: dict[str, list[str]] = {}
         if pipeline is not None and enqueue_dependents and not rq2_compat():  # RQ 2.12: any pipeline, no map
             expected = releasable_dependents(self, pipeline, exclude_job_id=self.id)
         moment = now()
         args = (epoch_seconds(moment), utcformat(moment), enqueue_dependents, remove_from_dependencies)
-        reply = scripts.cancel_job(self.connection, self.id, *args, pipeline=pipeline)
+        reply = scripts().cancel_job(self.connection, self.id, *args, pipeline=pipeline)
         outcome, released = reply if reply is not None else (1, expected)
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
@@ -265,17 +269,13 @@ class Job(JobRun):
         if ttl == 0:
             self.delete(pipeline=pipeline, remove_from_queue=remove_from_queue)
         elif ttl is not None and ttl > 0:
-            from . import scripts
-
-            scripts.expire_job(self.connection, self.id, ttl, pipeline)
+            scripts().expire_job(self.connection, self.id, ttl, pipeline)
 
     def delete(
         self, pipeline: Pipeline | None = None, remove_from_queue: bool = True, delete_dependents: bool = False
     ) -> None:
         """Delete the job's keys and take it out of its queue and registries (one script call)."""
-        from . import scripts
-
-        scripts.delete_job(self.connection, self.id, remove_from_queue, delete_dependents, pipeline=pipeline)
+        scripts().delete_job(self.connection, self.id, remove_from_queue, delete_dependents, pipeline=pipeline)
 
     def delete_dependents(self, pipeline: Pipeline | None = None) -> None:
         for job in self.fetch_many(self.dependent_ids, connection=self.connection, serializer=self.serializer):
@@ -286,14 +286,10 @@ class Job(JobRun):
     # --- results
 
     def results(self) -> list[Result]:
-        from .results import Result  # here, as below: a horse reads no result
-
-        return Result.all(self, serializer=self.serializer)
+        return _result_class().all(self, serializer=self.serializer)
 
     def latest_result(self, timeout: int = 0) -> Result | None:
-        from .results import Result
-
-        return Result.fetch_latest(self, serializer=self.serializer, timeout=timeout)
+        return _result_class().fetch_latest(self, serializer=self.serializer, timeout=timeout)
 
     @property
     def output(self) -> str | None:
@@ -351,9 +347,7 @@ class Job(JobRun):
     ) -> None:
         """RQ's step for a job that returned a Retry (the worker's finish script does it for the jobs it
         runs): a RETRIED result, one more retry counted, then onto `queue` or scheduled, all in `pipeline`."""
-        from .results import Result
-
-        Result.create_retried(
+        _result_class().create_retried(
             self, self.failure_ttl, retry, worker_name, execution_id, execution_started_at, execution_ended_at, pipeline
         )
         interval = Retry.get_interval(self.number_of_retries or 0, retry.intervals)

@@ -5,10 +5,12 @@ writes, `restore_job` reads what RQ's Job.restore reads, both loops over JobReco
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Callable
 from datetime import datetime
 from operator import attrgetter
+from types import ModuleType
 from typing import Any
 
 from .dates import now, utcformat, utcparse
@@ -61,8 +63,6 @@ def _int(job: Any, stored: bytes) -> int:
 
 
 def _json(job: Any, value: Any) -> str:
-    import json
-
     return json.dumps(value)
 
 
@@ -71,8 +71,6 @@ def _nonempty_json(job: Any, value: Any) -> str | None:
 
 
 def _read_json(job: Any, stored: bytes) -> Any:
-    import json
-
     return json.loads(as_text(stored))
 
 
@@ -158,12 +156,18 @@ def _write_webhooks(job: Any, value: list[Any]) -> str | None:
     return _json(job, [_webhook_dict(webhook) for webhook in value]) if value else None
 
 
+def webhook_module() -> ModuleType:
+    """rqfast.webhook, imported when a job has webhooks (read here, checked by jobspec.py): a spawned
+    child whose job has none never imports it (nor dataclasses)."""
+    from . import webhook
+
+    return webhook
+
+
 def _read_webhooks(job: Any, stored: bytes) -> list[Any]:
     """Webhook objects, as RQ reads them; RQ logs and drops webhooks it cannot read."""
-    from .webhook import Webhook  # here: a job without webhooks (a spawned child's usual one) never imports it
-
     try:
-        return [Webhook.from_dict(data) for data in _read_json(job, stored)]
+        return [webhook_module().Webhook.from_dict(data) for data in _read_json(job, stored)]
     except (ValueError, TypeError, KeyError, AttributeError):
         return []
 

@@ -7,8 +7,9 @@ the context variable set here.
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Awaitable
-from types import CoroutineType, GeneratorType
+from types import CoroutineType, GeneratorType, ModuleType
 from typing import Any
 
 from . import callbacks
@@ -23,6 +24,22 @@ _current_job: contextvars.ContextVar[JobRun | None] = contextvars.ContextVar('rq
 def running_job() -> JobRun | None:
     """The job running in this context (thread or task), or None outside a job."""
     return _current_job.get()
+
+
+def _asyncio() -> ModuleType:
+    """asyncio (some 13 ms), imported when a job is a coroutine: a spawned child that runs none never pays."""
+    import asyncio
+
+    return asyncio
+
+
+def scripts() -> ModuleType:
+    """rqfast.scripts, imported when a job first writes through a script (set_progress here; Job's
+    register_dependency, cancel, cleanup and delete): a spawned child that only loads and runs its job
+    imports no script, and no redis-py (tests/test_worker_spawn.py holds it)."""
+    from . import scripts
+
+    return scripts
 
 
 class JobRun(JobSpec):
@@ -47,8 +64,7 @@ class JobRun(JobSpec):
         """Await the job's coroutine function with this job as the current job (of this task), for at
         most `timeout` seconds (None: no limit): past it the task is cancelled and JobTimeoutException
         raised, as RQ's death penalty raises it in a synchronous job."""
-        import asyncio
-
+        asyncio = _asyncio()
         token = _current_job.set(self)
         expired: list[bool] = []
         handle = None
@@ -73,8 +89,6 @@ class JobRun(JobSpec):
     def set_progress(self, value: Any) -> None:
         """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET
         (one script call for a job with events, which also writes a `progress` event: rqfast.events)."""
-        import json  # here, as in jobhash.py: a spawned child whose job reports no progress never imports it
-
         try:
             encoded = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -82,17 +96,13 @@ class JobRun(JobSpec):
                 f'set_progress: a JSON value (number, text, list, dict...) is needed, got {value!r}'
             ) from exc
         if self.events:  # rqfast's events: the field and a `progress` event, in one script call
-            from .scripts import set_progress  # here: a horse whose job reports no progress never loads it
-
-            set_progress(self.connection, self.id, encoded, self.origin, self.events)
+            scripts().set_progress(self.connection, self.id, encoded, self.origin, self.events)
             return
         self.connection.hset(self.key, 'progress', encoded)
 
     @property
     def progress(self) -> Any:
         """The value the job last gave set_progress(), read from Redis now (None before any)."""
-        import json
-
         stored = self.connection.hget(self.key, 'progress')
         return None if stored is None else json.loads(stored)
 
@@ -135,9 +145,7 @@ class JobRun(JobSpec):
     def _execute(self) -> Any:
         result = self.func(*self.args, **self.kwargs)
         if _isawaitable(result):
-            import asyncio  # here: a horse that runs no coroutine need not import asyncio
-
-            result = asyncio.run(_await(result))
+            result = _asyncio().run(_await(result))
         return result
 
 

@@ -12,6 +12,7 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+from uuid import uuid4
 
 from . import keys
 from .cluster import KeyspaceError, check_connection
@@ -19,7 +20,7 @@ from .dates import now
 from .defaults import CALLBACK_TIMEOUT
 from .exceptions import DeserializationError
 from .imports import function_reference, import_attribute
-from .jobhash import JobRecord
+from .jobhash import JobRecord, webhook_module
 from .joboptions import Callback, Retry
 from .serializers import resolve_serializer
 from .status import JobStatus
@@ -154,9 +155,7 @@ class JobSpec(JobRecord):
                 setattr(job, f'_{kind}_callback_name', callback.name)
                 setattr(job, f'_{kind}_callback_timeout', callback.timeout)
         if webhooks:
-            from .webhook import checked_webhooks
-
-            job.webhooks = checked_webhooks(webhooks)
+            job.webhooks = webhook_module().checked_webhooks(webhooks)
         job.description = description or job.get_call_string()
         job.result_ttl = parse_timeout(result_ttl)
         job.failure_ttl = parse_timeout(failure_ttl)
@@ -199,8 +198,6 @@ class JobSpec(JobRecord):
     @property
     def id(self) -> str:
         if self._id is None:
-            from uuid import uuid4  # here: a horse that creates no job need not import uuid
-
             self._id = str(uuid4())
         return self._id
 

@@ -59,8 +59,7 @@ class MetricsUnavailable(RuntimeError):
 def prometheus() -> Any:
     """The prometheus_client module; MetricsUnavailable, naming the extra to install, without it."""
     try:
-        import prometheus_client  # an optional dependency: imported only when metrics are asked for
-        import prometheus_client.core  # (the metric families a collector yields)
+        import prometheus_client.core  # optional: imported only when metrics are asked for (.core: the families)
     except ImportError as exc:
         raise MetricsUnavailable(MISSING) from exc
     return prometheus_client

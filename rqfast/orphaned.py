@@ -10,7 +10,9 @@ imported only then: a horse whose worker lives imports none of it.
 
 from __future__ import annotations
 
+import logging
 import os
+import select
 import time
 from datetime import datetime
 from typing import Any
@@ -20,10 +22,7 @@ from .defaults import DEFAULT_RESULT_TTL, HORSE_STANDBY
 from .outcome import Outcome
 
 
-def _logger() -> Any:
-    """The worker's logger, imported when a horse's worker died (logging is not a horse's import)."""
-    import logging
-
+def _logger() -> logging.Logger:
     return logging.getLogger('rqfast.worker')
 
 
@@ -35,8 +34,6 @@ def worker_recorded(job_fd: int, wait: float = HORSE_STANDBY) -> bool:
     job pipe). End of file instead: the worker died first, and the horse records the outcome itself
     (fenced: at most once). No word within `wait` seconds (the worker is retrying while Redis is
     down): the worker is left to record it."""
-    import select  # here: a horse whose worker does not stand it by never imports it
-
     poller = select.poll()
     poller.register(job_fd, select.POLLIN | select.POLLHUP)
     if not poller.poll(wait * 1000):

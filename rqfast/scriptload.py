@@ -7,22 +7,30 @@ them in front (_source), so each script carries only what it uses.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
 
-if TYPE_CHECKING:
-    from pathlib import Path
+_hiredis_pack: Callable[..., bytes] | None
+try:  # an optional dependency: hiredis packs commands when installed (DirectLine)
+    from hiredis import pack_command as _hiredis_pack
+except ImportError:  # redis-py's own packing then
+    _hiredis_pack = None
 
-    from redis import Redis
+if TYPE_CHECKING:
     from redis.client import Pipeline
 
 
 def _search_path() -> tuple[Path, Path]:
-    from pathlib import Path
-
     here = Path(__file__).resolve().parent
     return here / 'lua', here.parent / 'lua'  # installed: the wheel ships them as rqfast/lua/; a checkout
 
@@ -64,8 +72,6 @@ class Script:
     def __init__(self, name: str) -> None:
         self.name = name
         self.source = _source(_lua_dir(), name).encode()
-        import hashlib
-
         self.sha = hashlib.sha1(self.source).hexdigest()
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
@@ -73,8 +79,6 @@ class Script:
         try:
             return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
         except Exception as exc:
-            from redis.exceptions import NoScriptError
-
             if not isinstance(exc, NoScriptError):
                 _explain_no_lua(exc)
                 raise
@@ -88,8 +92,6 @@ class Script:
         try:
             return connection.execute_spliced([head, *pieces])
         except Exception as exc:
-            from redis.exceptions import NoScriptError
-
             if not isinstance(exc, NoScriptError):
                 _explain_no_lua(exc)
                 raise
@@ -169,20 +171,10 @@ class DirectLine:
     """
 
     def __init__(self, connection: Redis) -> None:
-        from redis import Redis as Client
-
-        self._client = Client(connection_pool=connection.connection_pool, single_connection_client=True)
-        self._pack: Callable[..., bytes] | None = None
-        try:
-            from hiredis import pack_command
-
-            self._pack = pack_command
-        except ImportError:  # redis-py's own packing then
-            pass
+        self._client = Redis(connection_pool=connection.connection_pool, single_connection_client=True)
+        self._pack: Callable[..., bytes] | None = _hiredis_pack
 
     def execute_command(self, *args: Any) -> Any:
-        from redis.exceptions import ConnectionError, TimeoutError
-
         line: Any = self._client.connection  # redis-py's Connection methods are untyped
         if line is None:
             return self._client.execute_command(*args)  # type: ignore[no-untyped-call]
@@ -190,7 +182,7 @@ class DirectLine:
         try:
             line.send_packed_command(packed, check_health=False)
             return line.read_response()
-        except (ConnectionError, TimeoutError, OSError):
+        except (RedisConnectionError, RedisTimeoutError, OSError):
             line.disconnect()
             raise
 
@@ -202,11 +194,9 @@ class DirectLine:
     def execute_spliced(self, pieces: list[Any]) -> Any:
         """execute_command of the arguments in `pieces`, in order: sequences of arguments, and runs
         packed already (Packed), joined into one command."""
-        from redis.exceptions import ConnectionError, TimeoutError
-
         line: Any = self._client.connection
         if line is None or self._pack is None:
-            raise ConnectionError('rqfast: no connection to send a spliced command on')
+            raise RedisConnectionError('rqfast: no connection to send a spliced command on')
         count, chunks = 0, [b'']
         for piece in pieces:
             if isinstance(piece, Packed):
@@ -220,7 +210,7 @@ class DirectLine:
         try:
             line.send_packed_command([b''.join(chunks)], check_health=False)
             return line.read_response()
-        except (ConnectionError, TimeoutError, OSError):
+        except (RedisConnectionError, RedisTimeoutError, OSError):
             line.disconnect()
             raise
 

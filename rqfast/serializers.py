@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Callable
 from functools import partial
@@ -29,14 +30,10 @@ PickleSerializer = DefaultSerializer
 class JSONSerializer:
     @staticmethod
     def dumps(obj: Any, *args: Any, **kwargs: Any) -> bytes:
-        import json  # here, as in jobhash.py: a spawned child with a pickled job never imports it
-
         return json.dumps(obj, *args, **kwargs).encode('utf-8')
 
     @staticmethod
     def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
-        import json
-
         return json.loads(data.decode('utf-8'), *args, **kwargs)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 NOT_JSON_SERIALIZABLE = '<not JSON serializable>'
@@ -32,8 +33,6 @@ def truncate_long_string(text: str, max_length: int | None = None) -> str:
 
 def safe_json_dumps(value: Any) -> str:
     """JSON text, or NOT_JSON_SERIALIZABLE for a value json cannot write."""
-    import json  # here: a spawned child never imports it for a job without JSON fields
-
     try:
         return json.dumps(value)
     except (TypeError, ValueError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import signal
 from types import FrameType, TracebackType
 from typing import Any, Literal
@@ -25,10 +26,7 @@ _UNITS = {'d': 86400, 'h': 3600, 'm': 60, 's': 1}
 
 
 def _integral(value: Any) -> bool:
-    """isinstance(value, numbers.Integral), importing numbers only for a value neither int nor str (a
-    spawned child's job hash holds text)."""
-    import numbers
-
+    """isinstance(value, numbers.Integral)."""
     return isinstance(value, numbers.Integral)
 
 

@@ -12,10 +12,10 @@ from collections.abc import Generator, Iterable, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .connections import get_version
 from .dates import current_timestamp, now, str_to_date, utcformat, utcparse
 from .imports import (
     backend_class,
+    class_at,
     import_attribute,
     import_subclass,
     normalize_config_path,
@@ -91,22 +91,41 @@ def get_platform() -> Platform:
     return Platform.OTHERS
 
 
-def import_job_class(name: str) -> type[Job]:
-    from .job import Job
+_UNKNOWN_VERSION = (5, 0, 9)
+_VERSION_ATTRIBUTE = '__rq_redis_server_version'  # RQ's cache on the connection object
 
-    return import_subclass(name, Job, 'job')
+
+def get_version(connection: Redis) -> tuple[int, int, int]:
+    """The server's version as (major, minor, patch), asked once per connection object."""
+    cached = getattr(connection, _VERSION_ATTRIBUTE, None)
+    if cached:
+        return cached  # type: ignore[no-any-return]
+    from redis.exceptions import ResponseError  # here: a job importing these helpers in a child loads no redis-py
+
+    try:
+        text = str(connection.info('server')['redis_version'])
+    except ResponseError:
+        return _UNKNOWN_VERSION
+    parts = [int(part) for part in text.split('.')[:3]]
+    version = (parts + [0, 0, 0])[:3]
+    found = (version[0], version[1], version[2])
+    setattr(connection, _VERSION_ATTRIBUTE, found)
+    return found
+
+
+def import_job_class(name: str) -> type[Job]:
+    base: type[Job] = class_at('rqfast.job.Job')  # by path: a job importing rq.utils loads no Job
+    return import_subclass(name, base, 'job')
 
 
 def import_queue_class(name: str) -> type[Queue]:
-    from .queue import Queue
-
-    return import_subclass(name, Queue, 'queue')
+    base: type[Queue] = class_at('rqfast.queue.Queue')  # by path (why: import_job_class)
+    return import_subclass(name, base, 'queue')
 
 
 def import_worker_class(name: str) -> type[BaseWorker]:
-    from .worker import BaseWorker
-
-    return import_subclass(name, BaseWorker, 'worker')
+    base: type[BaseWorker] = class_at('rqfast.worker.BaseWorker')  # by path (why: import_job_class)
+    return import_subclass(name, base, 'worker')
 
 
 def compact(items: Iterable[_T | None]) -> list[_T]:

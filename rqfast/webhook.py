@@ -9,33 +9,34 @@ thread (worker/webhooks.py) once the job's end is recorded; Job.send_webhooks fo
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from types import ModuleType
 from typing import Any, Literal, Protocol
+from urllib.parse import urlparse
 
 
-def _logger() -> Any:
-    """The 'rqfast.webhook' logger, imported when there is something to log: a work horse or a spawned
-    child that logs nothing never imports logging."""
-    import logging
-
+def _logger() -> logging.Logger:
     return logging.getLogger('rqfast.webhook')
 
 
-# urllib.request (with http.client, email, ssl, tempfile) is imported when a webhook is sent, not
-# when a job is loaded: a work horse or spawned child that sends none never pays for it.
+def _urllib_request() -> ModuleType:
+    """urllib.request, imported when a webhook is first sent: with http.client, email, ssl and tempfile it
+    costs some 15 ms, which every `import rqfast` (and a horse loading a job with webhooks) would pay."""
+    import urllib.request
+
+    return urllib.request
+
+
 def urlopen(request: Any, timeout: float | None = None) -> Any:
     """The standard library's urlopen (the name RQ's tests patch, as rq.webhook.urlopen)."""
-    from urllib.request import urlopen as stdlib_urlopen
-
-    return stdlib_urlopen(request, timeout=timeout)
+    return _urllib_request().urlopen(request, timeout=timeout)
 
 
 def _request(url: str, **options: Any) -> Any:
-    from urllib.request import Request
-
-    return Request(url, **options)
+    return _urllib_request().Request(url, **options)
 
 
 class WebhookSubject(Protocol):
@@ -78,8 +79,6 @@ class Webhook:
         headers: dict[str, str] | None = None,
         timeout: int = 10,
     ) -> None:
-        from urllib.parse import urlparse  # here: loading a job (a work horse) needs no URL parsing
-
         parsed = urlparse(url) if isinstance(url, str) else None
         if parsed is None or parsed.scheme not in ('http', 'https') or not parsed.netloc:
             raise ValueError(f'url must be an http:// or https:// URL, got {url!r}')

@@ -86,57 +86,29 @@ LAYERS: list[tuple[str, list[str]]] = [
 ]
 
 # Imports inside a function body, the only ones allowed: (module, what it imports) -> (how many such
-# statements, why). A reason is an optional dependency or start-up cost: a work horse or a spawned
-# child imports only what running its job needs (rqfast/horse.py), and `python -m rqfast` no more
-# than its command needs. tests/test_layers.py fails on an import inside a function not listed here,
+# statements, why). A reason is an optional dependency or a start-up cost: a spawned child
+# (rqfast/horse.py) imports only what running its job needs (no redis-py for a job that never uses
+# Redis: tests/test_worker_spawn.py), and `import rqfast` no more than its API needs. Each is one
+# function that hands out the module (jobrun.scripts(), jobhash.webhook_module(), ...), so one deferred
+# module is one statement. tests/test_layers.py fails on an import inside a function not listed here,
 # and on an entry no longer found (delete it). A class a lower layer needs from a higher one is named
-# by a dotted path instead (rqfast.defaults.REGISTRY_CLASSES), never imported in a function.
+# by a dotted path instead (rqfast.defaults.REGISTRY_CLASSES), never imported in a function; so are
+# the base classes rqfast.utils' import_*_class check against (RQ's rq.utils, which a job may import).
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
-    ('rqfast.connections', 'redis.exceptions'): (1, _CHILD + 'imports connections without redis-py'),
-    ('rqfast.connections', 'redis.sentinel'): (1, 'only a Sentinel-managed pool needs it'),
-    ('rqfast.connections', 'redis.cluster'): (1, _CHILD + 'imports redis.cluster only to rebuild a RedisCluster'),
-    ('rqfast.dates', 'calendar'): (2, _CHILD + 'need not import calendar (and locale)'),
-    ('rqfast.execution', 'rqfast.capture'): (2, 'start-up cost: only a job run with capture_output=True'),
-    ('rqfast.execution', 'traceback'): (2, _CHILD + 'whose job succeeds never imports it'),
-    ('rqfast.horse', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
-    ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client'),
-    ('rqfast.horse', 'traceback'): (3, _CHILD + 'whose job loads and succeeds never imports it'),
-    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one'),
-    ('rqfast.job', 'rqfast.results'): (3, _CHILD + 'loads a Job; only reading results needs them'),
-    ('rqfast.job', 'rqfast.scripts'): (4, _CHILD + 'loads a Job; the scripts (and their loader) only to write'),
-    ('rqfast.jobhash', 'json'): (2, _CHILD + 'whose job has no JSON fields never imports json'),
-    ('rqfast.jobhash', 'rqfast.webhook'): (1, _CHILD + 'whose job has no webhooks never imports urllib'),
-    ('rqfast.jobrun', 'asyncio'): (2, _CHILD + 'that runs no coroutine never imports asyncio'),
-    ('rqfast.jobrun', 'json'): (2, _CHILD + 'whose job reports no progress never imports json'),
-    ('rqfast.jobrun', 'rqfast.scripts'): (1, _CHILD + 'whose job reports no progress loads no script'),
-    ('rqfast.jobspec', 'rqfast.webhook'): (1, _CHILD + 'creates no job with webhooks'),
-    ('rqfast.jobspec', 'uuid'): (1, _CHILD + 'creates no job, so never imports uuid'),
-    ('rqfast.metrics', 'prometheus_client'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
+    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one (7 ms)'),
+    ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
+    ('rqfast.jobhash', 'rqfast.webhook'): (
+        1,
+        _CHILD + 'whose job has no webhooks never imports them (nor dataclasses)',
+    ),
+    ('rqfast.jobrun', 'asyncio'): (1, _CHILD + 'that runs no coroutine never imports asyncio (13 ms)'),
+    ('rqfast.jobrun', 'rqfast.scripts'): (1, _CHILD + 'whose job writes nothing loads no script (nor redis-py)'),
     ('rqfast.metrics', 'prometheus_client.core'): (1, 'optional dependency: only when metrics are asked for'),
-    ('rqfast.orphaned', 'logging'): (1, _CHILD + 'logs only when its worker died'),
-    ('rqfast.orphaned', 'rqfast.engine'): (1, _CHILD + 'records its own outcome only when its worker died'),
-    ('rqfast.orphaned', 'select'): (1, _CHILD + 'whose worker does not stand it by never imports select'),
-    ('rqfast.scriptload', 'hashlib'): (1, 'start-up cost: only when a script is first loaded'),
-    ('rqfast.scriptload', 'hiredis'): (1, 'optional dependency: hiredis packs commands when installed'),
-    ('rqfast.scriptload', 'pathlib'): (1, 'start-up cost: only when a script is first loaded'),
-    ('rqfast.scriptload', 'redis'): (1, _CHILD + 'may load a script (set_progress) without redis-py'),
-    ('rqfast.scriptload', 'redis.exceptions'): (4, _CHILD + 'may load a script (set_progress) without redis-py'),
-    ('rqfast.serializers', 'json'): (2, _CHILD + 'with a pickled job never imports json'),
-    ('rqfast.text', 'json'): (1, _CHILD + 'whose job has no JSON fields never imports json'),
-    ('rqfast.timeouts', 'numbers'): (1, _CHILD + 'reads its timeouts as text and never imports numbers'),
-    ('rqfast.utils', 'rqfast.job'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Job"),
-    ('rqfast.utils', 'rqfast.queue'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no Queue"),
-    ('rqfast.utils', 'rqfast.worker'): (1, "start-up cost: a job that imports RQ's rq.utils helpers loads no worker"),
-    ('rqfast.webhook', 'logging'): (1, _CHILD + 'that logs nothing never imports logging'),
-    ('rqfast.webhook', 'urllib.parse'): (1, 'start-up cost: loading a job (in a horse) needs no URL parsing'),
-    ('rqfast.webhook', 'urllib.request'): (2, 'start-up cost: only a worker that sends a webhook'),
-    # rqfast/worker/: being reworked into one loop (issue 25, item 1), which removes or reasons these
-    ('rqfast.worker.spawn', 'rqfast.horse'): (1, 'start-up cost: only an RQ-style spawned child serves a job'),
-    ('rqfast.worker.spawn', 'traceback'): (1, 'start-up cost: only a spawned child that fails'),
-    ('rqfast.worker.upkeep', 'rqfast.group'): (1, 'no reason recorded: kept for the worker loop rework'),
-    ('rqfast.worker.upkeep', 'rqfast.maintenance'): (2, 'no reason recorded: kept for the worker loop rework'),
-    ('rqfast.worker.upkeep', 'rqfast.scheduler'): (1, 'no reason recorded: kept for the worker loop rework'),
+    ('rqfast.orphaned', 'rqfast.engine'): (1, _CHILD + 'records its own outcome only when its worker died (13 ms)'),
+    ('rqfast.utils', 'redis.exceptions'): (1, "start-up cost: a job importing RQ's rq.utils helpers loads no redis-py"),
+    ('rqfast.webhook', 'urllib.request'): (1, 'start-up cost: 15 ms that only a worker sending a webhook pays'),
 }
 
 # Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class

@@ -5,19 +5,15 @@ claim in hand, or claim one, execute it, finish it and take the next claim from 
 call); at N, up to N jobs in flight. It waits (blocking) while the queues are empty and stops on
 burst, max_jobs, max_idle_time or a signal; recorder.py records how each job ended.
 
-The worker's other duties have files of their own: records.py (the worker hash, reading workers
-back), commands.py (RQ's pub/sub commands), signals.py (SIGINT/SIGTERM: warm and cold shutdown),
-upkeep.py (heartbeat and maintenance threads, the scheduler), finishing.py (one claimed job run
-inline, from its hash to its recorded end), order.py (dequeue strategies), waiting.py (blocking
-while the queues are empty); how a job is executed is simple.py's, forking.py's or spawn.py's, the
-last two with pool.py (the horses) and watching.py (the horse running a job).
-
-records, commands, signals, upkeep and finishing give the worker their methods as mixins: RQ's API
-puts them on the worker (Worker.all(), worker.register_birth(), worker.heartbeat(),
-handle_payload()...) and RQ users subclass the worker and override them, which a mixin allows with
-no forwarding method per name. What owns a resource of its own is an object the worker holds
-instead: the command listener, the upkeep threads, the Waiter's blocking connections, the forking
-workers' horse pool.
+What owns state is an object the worker holds, with a narrow interface: its hash (records.WorkerHash:
+birth, death, heartbeats), the command listener (commands.py), its duties (upkeep.Duties: heartbeat
+and maintenance threads, the scheduler), a stop request (signals.StopRequest), the loop and its
+recorder, the Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the
+worker's own methods, which call those objects: RQ's extension points (register_birth, heartbeat,
+request_stop, perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API
+(records.WorkerReads, stepwise.py), mixins with no state of their own; finishing.py (one claimed job
+run inline) is a mixin still. What the mixins read from the worker is declared once, in declared.py.
+How a job is executed is simple.py's, forking.py's or spawn.py's.
 """
 
 from __future__ import annotations
@@ -56,7 +52,7 @@ from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
 from . import records
-from .commands import Commands
+from .commands import CommandListener
 from .finishing import Finishing
 from .hooks import JobHooks, handler_list
 from .loop import Loop
@@ -71,13 +67,13 @@ from .queues import (
     worker_queue,
 )
 from .recorder import Recorder
-from .records import WorkerRecords
+from .records import WorkerHash, WorkerReads, WorkerRecord
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
-from .signals import StopSignals
+from .signals import StopRequest, StopSignals
 from .signals import signal_name as signal_name
 from .stepwise import Stepwise
-from .upkeep import Duties, Upkeep
+from .upkeep import Duties, heartbeat_interval
 from .waiting import Waiter, log_dropped
 
 logger = logging.getLogger('rqfast.worker')
@@ -85,7 +81,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing, StopSignals, RQWorkerAPI):
+class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWorkerAPI):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
@@ -94,6 +90,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
     runs_jobs_concurrently = False  # concurrency > 1 (loop.py's slots): SimpleWorker's, Worker's, SpawnWorker's
     dequeue_timeout = IDLE_WAKEUP  # seconds an idle worker blocks at a time (RQ's: worker_ttl - 15; see README)
     heartbeat_grace = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL is job_monitoring_interval plus this
+    current_job_working_time = 0.0
 
     def __init__(
         self,
@@ -150,21 +147,19 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self.ip_address = records.client_address(connection, self.name) if prepare_for_work else 'unknown'
         self.version = VERSION
         self.python_version = sys.version
-        self.birth_date: datetime | None = None
-        self.last_heartbeat: datetime | None = None
+        self._hash = WorkerHash(connection, self.name, logger)  # birth, death, heartbeats (records.py)
+        self._duties = Duties(connection, self.name, logger)  # upkeep threads, scheduler (upkeep.py)
+        self._listener: CommandListener | None = None  # RQ's commands while working (subscribe())
         self.successful_job_count = 0
         self.failed_job_count = 0
         self.total_working_time = 0.0
         self._state = WorkerStatus.STARTED
-        self._stop_requested = False
-        self._interruptible = False  # blocked waiting for a job: a stop request may raise there
-        self._shutdown_requested_date: datetime | None = None
+        self._stop_request = StopRequest(connection, self.name, logger)  # a warm shutdown's state (signals.py)
         self._stopped_job_id: str | None = None
         self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
         self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
         self._job_started_monotonic: float | None = None
         self._queue_order = QueueOrder([q.name for q in self.queues])
-        self._upkeep: Upkeep | None = None
         self._waiter: Waiter | None = None
         self._engine_client: Any = None
         self.look_for_hooks()
@@ -216,6 +211,50 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
             self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
         return self._engine_client
 
+    # --- what the worker writes about itself (RQ's extension points; its hash: records.WorkerHash)
+
+    def register_birth(self) -> None:
+        about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}
+        about.update(version=self.version, python_version=self.python_version)
+        self._hash.birth(self.worker_ttl + 60, self.queue_names(), about)
+
+    def register_death(self) -> None:
+        self._hash.death(self.queue_names())
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> bool:
+        """Refresh the worker hash and every job in flight; True when rq:suspended is set.
+
+        Called as RQ's (a timeout or a pipeline): the worker hash and its executions index only, kept
+        `timeout` seconds (default worker_ttl + 60), in the pipeline if given; False.
+        """
+        if timeout is not None or pipeline is not None:
+            self._hash.beat_into(pipeline if pipeline is not None else self.connection, timeout or self.worker_ttl + 60)
+            return False
+        in_flight, started = list(self._in_flight.values()), self._job_started_monotonic
+        return self._hash.beat(in_flight, started, self.worker_ttl, self.job_monitoring_interval, self.heartbeat_grace)
+
+    def get_state(self) -> str:
+        return self._state.value
+
+    def set_state(self, state: WorkerStatus | str) -> None:
+        self._state = WorkerStatus(state)
+        self._hash.write_state(self._state)
+
+    state = property(get_state, set_state)
+
+    def _apply(self, record: WorkerRecord) -> None:
+        """A record read back (refresh(), find_by_key()), into the worker's RQ attributes."""
+        self._state, self._job_id = record.state, record.current_job
+        self.birth_date, self.last_heartbeat = record.birth, record.last_heartbeat
+        self.pid, self.hostname = record.pid, record.hostname
+        self.ip_address = record.ip_address or self.ip_address
+        self.version = record.version or self.version
+        self.python_version = record.python_version or self.python_version
+        self.successful_job_count = record.successful_job_count
+        self.failed_job_count = record.failed_job_count
+        self.total_working_time = record.total_working_time
+        self.current_job_working_time = record.current_job_working_time
+
     # --- starting and stopping
 
     def bootstrap(
@@ -232,12 +271,13 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
         self.register_birth()
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
-        self._upkeep = self.start_upkeep()
+        every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)
+        recover = self.recover_abandoned_jobs
+        self._duties.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval, recover)
         self.subscribe()
 
     def teardown(self) -> None:
-        if self._upkeep is not None:
-            self._upkeep.stop()
+        self._duties.stop()
         if self._waiter is not None:
             self._waiter.close()
         self.stop_scheduler()
@@ -329,13 +369,7 @@ class BaseWorker(JobHooks, WorkerRecords, Stepwise, Commands, Duties, Finishing,
 
     def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
-        self._interruptible = True
-        try:
-            if self._stop_requested:
-                raise StopRequested()
-            return wait(*args)
-        finally:
-            self._interruptible = False
+        return self._stop_request.interruptibly(wait, *args)
 
     def _wait_while_suspended(self) -> None:
         self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)

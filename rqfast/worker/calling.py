@@ -18,7 +18,6 @@ parameters does not.
 from __future__ import annotations
 
 import inspect
-import logging
 import sys
 import traceback
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from .. import engine
 from ..executions import Execution
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
+from .declared import WorkerAttributes
 
 HOOKS = (
     'execute_job',
@@ -135,21 +135,13 @@ def _started_registry(queue: Any) -> Any:
         return None
 
 
-class HookCalling:
+class HookCalling(WorkerAttributes):
     """The worker's side of calling the hooks as RQ does (JobHooks's, in hooks.py)."""
 
-    connection: Any
-    name: str
-    log: logging.Logger
-    execution: Any
-    _local_execution: Callable[[], Any]  # RQWorkerAPI's
-    _held_executions: Callable[[], dict[str, Any]]  # RQWorkerAPI's
-    _end_execution: Callable[[Any], None]  # RQWorkerAPI's
     _calls: HookCalls | None = None  # how each hook is called, read when the worker starts
     _in_hand_for: Callable[..., JobInHand]
     _record_outcome: Callable[..., None]
     _log_job_ok: Callable[[Job], None]
-    _log_exception: Callable[..., None]
     perform_job: Callable[..., bool]
     handle_job_success: Callable[..., None]
     handle_job_failure: Callable[..., None]

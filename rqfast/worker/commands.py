@@ -1,14 +1,13 @@
 """RQ's pub/sub commands (shutdown, kill-horse, stop-job): a listener on a connection and thread of its own.
 
-The listener (CommandListener) only receives; what a command does is the worker's (the Commands
-methods below become BaseWorker's), so a subclass that overrides handle_payload, kill_horse or
-stop_job changes it, as in RQ.
+The listener (CommandListener) is a collaborator the worker holds while it works (BaseWorker._listener,
+RQ's pubsub and pubsub_thread): it only receives. What a command does is the worker's (rq_api.py:
+handle_payload, kill_horse, stop_job), so a subclass that overrides one of those changes it, as in RQ.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +18,8 @@ from redis import Redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
 
-from .. import keys
 from ..backoff import Backoff
 from ..cluster import is_cluster, node_client
-from ..command import handle_command, parse_payload
 from ..connections import has_sockets, pool_like
 
 logger = logging.getLogger('rqfast.worker')
@@ -112,60 +109,3 @@ class CommandListener:
                     self.handle(message)
                 except Exception:
                     logger.exception('Worker %s: could not handle command %r', self.name, message.get('data'))
-
-
-class Commands:
-    """RQ's command methods, as the worker's own: subscribe/unsubscribe and what each command does.
-
-    Reads from the worker: connection, name, log, and the jobs in flight (a stop-job for a job this
-    worker is not running is ignored).
-    """
-
-    connection: Redis
-    name: str
-    log: logging.Logger
-    _in_flight: dict[str, Any]
-    _listener: CommandListener | None = None
-
-    @property
-    def pubsub_channel_name(self) -> str:
-        return keys.pubsub_channel(self.name)
-
-    @property
-    def pubsub(self) -> Any:
-        """RQ's: the PubSub the command thread reads (None before subscribe(), and with fakeredis)."""
-        return self._listener.pubsub if self._listener is not None else None
-
-    @property
-    def pubsub_thread(self) -> threading.Thread | None:
-        """RQ's: the thread that listens for commands."""
-        return self._listener.thread if self._listener is not None else None
-
-    def subscribe(self) -> None:
-        """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""
-        self._listener = CommandListener(self.connection, self.pubsub_channel_name, self.handle_payload, self.name)
-        self._listener.start()
-
-    def unsubscribe(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.stop()
-
-    def handle_payload(self, message: dict[str, Any]) -> None:
-        """RQ's pub/sub commands: shutdown, kill-horse, stop-job (rqfast.command.handle_command)."""
-        try:
-            payload = parse_payload(message)
-        except (ValueError, KeyError):
-            return
-        self.log.info('Worker %s: received command %s', self.name, payload.get('command'))
-        handle_command(self, payload)  # type: ignore[arg-type]
-
-    def is_working_on(self, job_id: str) -> bool:
-        """Whether the job is one this worker runs now (a stop-job for another one is ignored)."""
-        return job_id in self._in_flight
-
-    def kill_horse(self, sig: int = signal.SIGKILL) -> None:
-        """Only workers with a horse have one to kill."""
-
-    def stop_job(self, job_id: str) -> None:
-        """Only workers that run jobs in another process can stop one (as in RQ)."""

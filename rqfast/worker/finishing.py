@@ -9,21 +9,19 @@ runner too (steps.py).
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-
-from redis import Redis
 
 from .. import dates, engine
 from ..defaults import WEBHOOK_SHUTDOWN_WAIT
 from ..job import Job
 from ..jobhash import unreadable_fields
 from ..outcome import Outcome, OutcomeKind
-from ..security import JobPolicy, restore_sealed, sealed_fields
+from ..security import restore_sealed, sealed_fields
 from ..status import JobStatus, WorkerStatus
+from .declared import WorkerAttributes
 from .recorder import Recorder
 from .webhooks import WebhookSender
 
@@ -36,32 +34,17 @@ def clock(now: datetime | None) -> Callable[[], datetime]:
     return lambda: pinned
 
 
-class Finishing:
+class Finishing(WorkerAttributes):
     """The claim -> job -> outcome -> its record path of a job run inline, as the worker's own methods.
 
     Reads from the worker: connection, name, job_class, serializer, log, the stop flags and its
     recorder (recorder.py: the jobs in flight, the finish call, what follows it).
     """
 
-    connection: Redis
-    name: str
-    log: logging.Logger
-    job_class: type[Job]
-    serializer: Any
-    log_job_description: bool
-    _state: WorkerStatus
-    _stop_requested: bool
-    _stopped_job_id: str | None
-    _in_flight: dict[str, engine.Claim]
-    _job_started_monotonic: float | None
-    uses_hooks: bool
     _recorder: Recorder
     webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
-    job_policy: JobPolicy | None
     job_observer: Callable[[Job, Outcome], None] | None = None  # told each recorded end (rqfast.metrics)
     runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
-    process_through_hooks: Callable[..., engine.Claim]  # JobHooks'
-    _log_exception: Callable[..., None]  # JobHooks'
 
     def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
         """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""

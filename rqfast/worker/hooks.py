@@ -29,7 +29,6 @@ with the others that ended meanwhile; the hook goes on once it is recorded, as a
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 import time
@@ -61,28 +60,10 @@ def handler_list(handlers: Any) -> list[Any]:
 class JobHooks(HookCalling):
     """RQ's extension points as the worker's methods (defaults: what the loop does without them)."""
 
-    connection: Any
-    name: str
-    log: logging.Logger
-    queues: list[Any]
-    queue_class: Any
-    death_penalty_class: Any
-    default_result_ttl: int
-    log_job_description: bool
     log_result_lifespan = True
-    _exc_handlers: list[Callable[..., Any]]
-    _state: WorkerStatus
-    _in_flight: dict[str, engine.Claim]
     _hands: threading.local | None = None  # the job in hand, per thread (a worker at concurrency > 1 has several)
-    execution: Any  # RQWorkerAPI's: what prepare_execution made, for a job driven by hand
     _is_horse = False
     uses_hooks = False
-    execute: Callable[..., Outcome]  # the worker class's
-    _claim: Callable[..., engine.Claim]  # BaseWorker's
-    _waiter_for: Callable[[], Any]  # BaseWorker's
-    _load_job: Callable[..., tuple[Job, Outcome | None]]  # Finishing's
-    _log_start: Callable[[Job, str], None]  # Finishing's
-    _finish: Callable[..., engine.Claim]  # Finishing's
 
     def push_exc_handler(self, handler: Callable[..., Any] | str) -> None:
         self._exc_handlers.append(import_attribute(handler) if isinstance(handler, str) else handler)

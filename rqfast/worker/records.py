@@ -20,10 +20,10 @@ from redis import Redis
 from .. import engine, keys, workerscripts
 from ..dates import now, utcformat, utcparse
 from ..defaults import JOB_HEARTBEAT_GRACE, rq2_compat
-from ..executions import Execution
 from ..job import Job
 from ..status import WorkerStatus
 from ..text import as_text
+from .declared import WorkerAttributes
 
 DEATH_TTL = 60  # seconds a dead worker's hash stays readable, as in RQ
 
@@ -183,79 +183,38 @@ def parse(worker_key: str, raw: dict[Any, Any]) -> WorkerRecord:
     )
 
 
-class WorkerRecords:
-    """The worker's side of its hash: RQ's registration and reading-back methods, as the worker's own.
-
-    Reads from the worker: connection, name, queues, worker_ttl, job_monitoring_interval, and the
-    jobs in flight (_in_flight, _job_started_monotonic) that a heartbeat keeps alive.
+class WorkerHash:
+    """What the worker writes about itself: its hash's birth, death, heartbeats and state, one script call
+    or command each, and when it last did (birth_date, last_heartbeat). A collaborator the worker holds
+    (BaseWorker._hash): the worker's register_birth, register_death, heartbeat and set_state, RQ's
+    extension points, call it with what they read from the worker.
     """
 
-    connection: Redis
-    name: str
-    worker_ttl: int
-    job_monitoring_interval: int
-    pid: int
-    hostname: str
-    ip_address: str
-    version: str
-    python_version: str
-    birth_date: datetime | None
-    last_heartbeat: datetime | None
-    successful_job_count: int
-    failed_job_count: int
-    total_working_time: float
-    current_job_working_time: float = 0.0
-    _job_id: str | None = None  # RQ's: the current job when the hash was last read
-    queues: list[Any]
-    queue_class: Any
-    job_class: Any
-    serializer: Any
-    _state: WorkerStatus
-    _in_flight: dict[str, engine.Claim]
-    _job_started_monotonic: float | None
-    queue_names: Callable[[], list[str]]
-    heartbeat_grace: int
-    log: logging.Logger
-    _local_execution: Callable[[], Execution | None]  # RQWorkerAPI's
-    get_current_executions: Callable[..., list[Execution]]  # RQWorkerAPI's
+    def __init__(self, connection: Redis, name: str, log: logging.Logger) -> None:
+        self.connection = connection
+        self.name = name
+        self.log = log
+        self.birth_date: datetime | None = None
+        self.last_heartbeat: datetime | None = None
 
-    def register_birth(self) -> None:
+    def birth(self, ttl: int, queues: list[str], about: dict[str, Any]) -> None:
         self.birth_date = self.last_heartbeat = now()
-        about = {
-            'pid': self.pid,
-            'hostname': self.hostname,
-            'ip_address': self.ip_address,
-            'version': self.version,
-            'python_version': self.python_version,
-        }
-        write_birth(self.connection, self.name, self.worker_ttl + 60, self.birth_date, self.queue_names(), about)
+        write_birth(self.connection, self.name, ttl, self.birth_date, queues, about)
 
-    def register_death(self) -> None:
-        write_death(self.connection, self.name, now(), self.queue_names())
+    def death(self, queues: list[str]) -> None:
+        write_death(self.connection, self.name, now(), queues)
 
-    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> bool:
-        """Refresh the worker hash and every job in flight; True when rq:suspended is set.
-
-        Called as RQ's (a timeout or a pipeline): the worker hash and its executions index only, kept
-        `timeout` seconds (default worker_ttl + 60), in the pipeline if given; False.
-        """
-        if timeout is not None or pipeline is not None:
-            self.last_heartbeat = now()
-            target = pipeline if pipeline is not None else self.connection
-            key, ttl = keys.worker_key(self.name), timeout or self.worker_ttl + 60
-            target.hset(key, 'last_heartbeat', utcformat(self.last_heartbeat))
-            target.expire(key, ttl)
-            target.expire(keys.worker_executions_key(self.name), ttl)
-            return False
-        moment = now()
-        self.last_heartbeat = moment
-        in_flight = [(c.job_id or '', c.queue or '', c.execution_id) for c in self._in_flight.values()]
-        started = self._job_started_monotonic
-        working = repr(time.monotonic() - started) if in_flight and started is not None else ''
-        ttl = self.worker_ttl + 60 if not in_flight else self.job_monitoring_interval + 60
-        job_ttl = self.job_monitoring_interval + self.heartbeat_grace
+    def beat(
+        self, in_flight: list[engine.Claim], started: float | None, worker_ttl: int, monitoring: int, grace: int
+    ) -> bool:
+        """Refresh the hash and every job in flight (`started`: the monotonic start of the one in hand);
+        True when rq:suspended is set. A job whose execution ended elsewhere is logged."""
+        moment = self.last_heartbeat = now()
+        jobs = [(c.job_id or '', c.queue or '', c.execution_id) for c in in_flight]
+        working = repr(time.monotonic() - started) if jobs and started is not None else ''
+        ttl = worker_ttl + 60 if not jobs else monitoring + 60
         suspended, lost = write_heartbeat(
-            self.connection, self.name, ttl, moment, job_ttl, working, in_flight, self.heartbeat_grace
+            self.connection, self.name, ttl, moment, monitoring + grace, working, jobs, grace
         )
         for job_id in lost:
             self.log.warning(
@@ -266,14 +225,42 @@ class WorkerRecords:
             )
         return suspended
 
-    def get_state(self) -> str:
-        return self._state.value
+    def beat_into(self, target: Any, ttl: int) -> None:
+        """RQ's heartbeat: the hash and its executions index only, kept `ttl` seconds (`target`: a pipeline
+        or the connection)."""
+        self.last_heartbeat = now()
+        key = keys.worker_key(self.name)
+        target.hset(key, 'last_heartbeat', utcformat(self.last_heartbeat))
+        target.expire(key, ttl)
+        target.expire(keys.worker_executions_key(self.name), ttl)
 
-    def set_state(self, state: WorkerStatus | str) -> None:
-        self._state = WorkerStatus(state)
-        write_state(self.connection, self.name, self._state)
+    def write_state(self, state: WorkerStatus) -> None:
+        write_state(self.connection, self.name, state)
 
-    state = property(get_state, set_state)
+
+class WorkerReads(WorkerAttributes):
+    """RQ's reading-back API, as the worker's own (Worker.all(), find_by_key(), count(), refresh(), the
+    current job...): no state of its own; what it reads back lands in the worker's RQ attributes."""
+
+    _job_id: str | None = None  # RQ's: the current job when the hash was last read
+    _apply: Callable[[WorkerRecord], None]  # BaseWorker's: a record read back, into the worker's attributes
+    _hash: WorkerHash  # BaseWorker's: what it writes about itself, and when
+
+    @property
+    def birth_date(self) -> datetime | None:
+        return self._hash.birth_date
+
+    @birth_date.setter
+    def birth_date(self, moment: datetime | None) -> None:
+        self._hash.birth_date = moment
+
+    @property
+    def last_heartbeat(self) -> datetime | None:
+        return self._hash.last_heartbeat
+
+    @last_heartbeat.setter
+    def last_heartbeat(self, moment: datetime | None) -> None:
+        self._hash.last_heartbeat = moment
 
     def get_current_job_id(self, pipeline: Any = None) -> str | None:
         """The job of one of the worker's executions (RQ 3.0's), else the hash's current_job (RQ 2.12's,
@@ -327,19 +314,6 @@ class WorkerRecords:
                     )
                     for name in record.queues
                 ]
-
-    def _apply(self, record: WorkerRecord) -> None:
-        self._state = record.state
-        self.birth_date, self.last_heartbeat = record.birth, record.last_heartbeat
-        self.pid, self.hostname = record.pid, record.hostname
-        self.ip_address = record.ip_address or self.ip_address
-        self.version = record.version or self.version
-        self.python_version = record.python_version or self.python_version
-        self.successful_job_count = record.successful_job_count
-        self.failed_job_count = record.failed_job_count
-        self.total_working_time = record.total_working_time
-        self.current_job_working_time = record.current_job_working_time
-        self._job_id = record.current_job
 
     @classmethod
     def all_keys(cls, connection: Redis | None = None, queue: Any = None) -> list[str]:

@@ -3,31 +3,34 @@
 rqfast's loop does most of this in its scripts (suspension is seen by the claim script, counters and
 working time are written by finish_job, the executions index by the claim and finish scripts), so
 it calls few of these; they do what RQ's do when called, and read what rqfast's scripts write.
+RQ's commands (handle_payload, kill_horse, stop_job) and maintenance (run_maintenance_tasks,
+clean_registries) are here as the worker's own methods, so a subclass overrides them as in RQ; the
+command listener (commands.py) and the upkeep threads and scheduler (upkeep.Duties) do the work.
 tests/test_worker_api.py compares the worker classes' public names with RQ's; the few left out
 are listed there with the reason.
 """
 
 from __future__ import annotations
 
-import logging
 import signal
+import threading
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from redis import Redis
-
-from .. import engine, keys
+from .. import keys
+from ..command import handle_command, parse_payload
 from ..dates import now, utcformat
 from ..exceptions import StopRequested
 from ..executions import Execution
-from ..group import Group
 from ..job import Job
 from ..status import WorkerStatus
 from ..suspension import is_suspended
 from ..text import as_text
+from .commands import CommandListener
+from .declared import WorkerAttributes
 from .order import QueueOrder
+from .upkeep import Duties
 
 try:  # as RQ: the process title shows what the worker does when setproctitle is installed
     from setproctitle import setproctitle as _set_title  # type: ignore[import-not-found]
@@ -37,37 +40,114 @@ except ImportError:  # pragma: no cover - depends on the environment
         pass
 
 
-class RQWorkerAPI:
-    """RQ's worker methods and attributes that rqfast's loop does not need (a BaseWorker mixin)."""
+class RQWorkerAPI(WorkerAttributes):
+    """RQ's worker methods and attributes beside the loop's (a BaseWorker mixin with no state of its own:
+    the commands and maintenance methods hand their work to the listener and the Duties the worker holds)."""
 
-    connection: Redis
-    name: str
-    log: logging.Logger
-    queues: list[Any]
-    queue_class: Any
-    job_class: Any
-    serializer: Any
-    work_horse_killed_handler: Any
-    _state: WorkerStatus
-    _stop_requested: bool
-    _shutdown_requested_date: Any
-    _in_flight: dict[str, engine.Claim]
     _queue_order: QueueOrder
-    stop_job: Callable[[str], None]  # the worker class's
-    set_state: Callable[[WorkerStatus | str], None]  # WorkerRecords's
-    birth_date: Any
-    last_heartbeat: Any
-    pid: int
-    hostname: str
-    ip_address: str
-    version: str
-    python_version: str
+    _listener: CommandListener | None  # while the worker works: subscribe(), unsubscribe()
+    _duties: Duties
 
     exponential_backoff_factor = 2.0  # RQ's reconnect backoff (rqfast's: backoff.Backoff)
     max_connection_wait_time = 60.0
     log_job_description = True
     redis_server_version: tuple[int, ...] | None = None
     _executions_cache: list[Execution] | None = None
+
+    # --- RQ's commands (the listener, a collaborator: commands.py)
+
+    @property
+    def pubsub_channel_name(self) -> str:
+        return keys.pubsub_channel(self.name)
+
+    @property
+    def pubsub(self) -> Any:
+        """The PubSub the command thread reads (None before subscribe(), and with fakeredis)."""
+        return self._listener.pubsub if self._listener is not None else None
+
+    @property
+    def pubsub_thread(self) -> threading.Thread | None:
+        """The thread that listens for commands."""
+        return self._listener.thread if self._listener is not None else None
+
+    def subscribe(self) -> None:
+        """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""
+        self._listener = CommandListener(self.connection, self.pubsub_channel_name, self.handle_payload, self.name)
+        self._listener.start()
+
+    def unsubscribe(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
+
+    def handle_payload(self, message: dict[str, Any]) -> None:
+        """RQ's pub/sub commands: shutdown, kill-horse, stop-job (rqfast.command.handle_command)."""
+        try:
+            payload = parse_payload(message)
+        except (ValueError, KeyError):
+            return
+        self.log.info('Worker %s: received command %s', self.name, payload.get('command'))
+        handle_command(self, payload)  # type: ignore[arg-type]
+
+    def is_working_on(self, job_id: str) -> bool:
+        """Whether the job is one this worker runs now (a stop-job for another one is ignored)."""
+        return job_id in self._in_flight
+
+    def kill_horse(self, sig: int = signal.SIGKILL) -> None:
+        """Only workers with a horse have one to kill."""
+
+    def stop_job(self, job_id: str) -> None:
+        """Only workers that run jobs in another process can stop one (as in RQ)."""
+
+    # --- RQ's maintenance and scheduler (their state and threads, a collaborator: upkeep.py's Duties)
+
+    @property
+    def scheduler(self) -> Any:
+        return self._duties.scheduler
+
+    @scheduler.setter
+    def scheduler(self, scheduler: Any) -> None:
+        self._duties.scheduler = scheduler
+
+    @property
+    def last_cleaned_at(self) -> datetime | None:
+        return self._duties.last_cleaned_at
+
+    @last_cleaned_at.setter
+    def last_cleaned_at(self, moment: datetime | None) -> None:
+        self._duties.last_cleaned_at = moment
+
+    @property
+    def should_run_maintenance_tasks(self) -> bool:
+        """Not yet run, or last run more than maintenance_interval seconds ago (the thread's schedule)."""
+        return self._duties.should_run(self.maintenance_interval)
+
+    def run_maintenance_tasks(self) -> None:
+        self._duties.restart_scheduler()
+        try:
+            self.clean_registries()
+        except Exception as exc:  # maintenance must never take the worker down
+            self.log.warning('Worker %s: maintenance failed: %s', self.name, exc)
+
+    def clean_registries(self) -> None:
+        """Abandoned jobs, expired entries, stranded ids, dead workers (this worker's queues) and groups: one call."""
+        options = {'serializer': self.serializer, 'exception_handlers': self._exc_handlers, 'job_class': self.job_class}
+        self._duties.clean(self.queue_names(), self.maintenance_interval, policy=self.job_policy, **options)
+
+    def recover_abandoned_jobs(self) -> None:
+        """The cheap pass between two maintenance passes: the abandoned jobs of this worker's queues."""
+        options = {'serializer': self.serializer, 'exception_handlers': self._exc_handlers, 'job_class': self.job_class}
+        self._duties.recover(self.queue_names(), **options)
+
+    def clean_group_registries(self) -> None:
+        """RQ 3.0's: clean the groups unless another worker did in this maintenance window."""
+        self._duties.clean_groups(self.maintenance_interval)
+
+    def start_scheduler(self, burst: bool = False) -> None:
+        self._duties.start_scheduler(self.queues, burst)
+
+    def stop_scheduler(self) -> None:
+        self._duties.stop_scheduler()
 
     # --- RQ 3.0's executions
 
@@ -237,11 +317,6 @@ class RQWorkerAPI:
         """The job's run ended: its end time, and a heartbeat that keeps it while it is recorded."""
         job.ended_at = now()
         job.heartbeat(now(), heartbeat_ttl)
-
-    def clean_group_registries(self) -> None:
-        """Drop expired jobs from the groups' registries (rqfast's maintenance does it on its own)."""
-        self.log.info('Worker %s: cleaning group registries', self.name)
-        Group.clean_registries(connection=self.connection)
 
     def get_redis_server_version(self) -> tuple[int, ...]:
         if not self.redis_server_version:

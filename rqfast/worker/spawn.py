@@ -20,11 +20,13 @@ import os
 import pickle
 import sys
 import time
+import traceback
 from typing import Any
 
 from .. import pipes
 from ..connections import client_recipe
 from ..defaults import rq2_compat
+from ..horse import flush_stdio, serve_one_job
 from ..job import Job
 from . import watching
 from .calling import replaced
@@ -349,8 +351,6 @@ _WORKER_ATTRIBUTES = (
 
 def serve_spawned_job(worker: SpawnWorker, attributes: dict[str, Any], job_fd: int, report_fd: int) -> None:
     """fork_work_horse()'s child, once it found its worker: take its settings, serve the job, exit."""
-    from ..horse import flush_stdio, serve_one_job
-
     code = 1
     try:
         for name, value in attributes.items():
@@ -363,8 +363,6 @@ def serve_spawned_job(worker: SpawnWorker, attributes: dict[str, Any], job_fd: i
             serve_one_job(job_fd, report_fd, settings, fallback=worker.connection)
         code = 0
     except BaseException:
-        import traceback
-
         traceback.print_exc()
     finally:
         flush_stdio()

@@ -9,11 +9,7 @@ each as one MULTI/EXEC transaction, as RQ's do. The Stepwise methods become Base
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from typing import Any
-
-from redis import Redis
 
 from .. import keys
 from ..dates import now, utcformat
@@ -21,20 +17,12 @@ from ..defaults import HEARTBEAT_GRACE
 from ..executions import Execution, heartbeat_ttl, prepare_execution
 from ..job import Job
 from ..status import JobStatus, WorkerStatus
+from .declared import WorkerAttributes
 from .records import write_current_job, write_heartbeat
 
 
-class Stepwise:
+class Stepwise(WorkerAttributes):
     """prepare_execution, prepare_job_execution, maintain_heartbeats, cleanup_execution: RQ's, by hand."""
-
-    connection: Redis
-    name: str
-    log: logging.Logger
-    worker_ttl: int
-    job_monitoring_interval: int
-    _state: WorkerStatus
-    _local_execution: Callable[[], Execution | None]  # RQWorkerAPI's
-    _end_execution: Callable[[Execution | None], None]  # RQWorkerAPI's
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """Seconds a started job stays alive without a heartbeat (the claim script's rule), for a job

@@ -2,8 +2,7 @@
 
 They run on a clock, not per job, so the loop never waits for them and they add nothing to a
 job's round trips. Each calls back into the worker (heartbeat, run_maintenance_tasks), so a
-subclass that overrides one of those changes what its thread does, as in RQ. The Duties methods
-below become BaseWorker's.
+subclass that overrides one of those changes what its thread does, as in RQ.
 """
 
 from __future__ import annotations
@@ -19,6 +18,9 @@ from redis import Redis
 
 from ..dates import now
 from ..defaults import RECOVERY_INTERVAL
+from ..group import clean_groups_once
+from ..maintenance import clean_registries, pass_group_lock_ttl, recover_abandoned
+from ..scheduler import RQScheduler
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -83,95 +85,70 @@ class Upkeep:
 
 
 class Duties:
-    """RQ's maintenance and scheduler methods, as the worker's own, and the threads that run them.
+    """The worker's maintenance and scheduler: a collaborator the worker holds (BaseWorker._duties), with
+    its own state: the heartbeat and maintenance threads while the worker works (Upkeep), the scheduler
+    it started (RQ's `worker.scheduler`) and when it last cleaned (RQ's `worker.last_cleaned_at`).
 
-    Reads from the worker: connection, name, queues, serializer, job_class, the exception handlers
-    (which maintenance runs for abandoned jobs) and the intervals.
+    The threads call back into the worker (heartbeat, run_maintenance_tasks), so a subclass that
+    overrides one of those changes what its thread does, as in RQ; those and RQ's clean_registries
+    stay the worker's methods and hand this object what they read from the worker.
     """
 
-    connection: Redis
-    name: str
-    log: logging.Logger
-    queues: list[Any]
-    serializer: Any
-    job_class: Any
-    worker_ttl: int
-    job_monitoring_interval: int
-    maintenance_interval: int
-    job_policy: Any
-    _exc_handlers: list[Callable[..., Any]]
-    queue_names: Callable[[], list[str]]
-    heartbeat: Callable[[], bool]
-    scheduler: Any = None
-    last_cleaned_at: datetime | None = None
+    def __init__(self, connection: Redis, name: str, log: logging.Logger) -> None:
+        self.connection = connection
+        self.name = name  # the worker's, for the log and the threads
+        self.log = log
+        self.upkeep: Upkeep | None = None
+        self.scheduler: Any = None
+        self.last_cleaned_at: datetime | None = None
 
-    def start_upkeep(self) -> Upkeep:
-        """Start the heartbeat and maintenance threads; stop() the answer at teardown."""
-        upkeep = Upkeep(self.name)
-        every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)
-        recover = self.recover_abandoned_jobs
-        upkeep.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval, recover)
-        return upkeep
+    def start(
+        self,
+        heartbeat: Callable[[], Any],
+        every: float,
+        maintain: Callable[[], None],
+        interval: int,
+        recover: Callable[[], None] | None,
+    ) -> None:
+        """Start the heartbeat and maintenance threads (Upkeep.start); stop() stops them."""
+        self.upkeep = Upkeep(self.name)
+        self.upkeep.start(heartbeat, every, maintain, interval, recover)
 
-    def recover_abandoned_jobs(self) -> None:
-        """The cheap pass between two maintenance passes: only the abandoned jobs of this worker's queues
+    def stop(self) -> None:
+        if self.upkeep is not None:
+            self.upkeep.stop()
+
+    def recover(self, queue_names: list[str], **options: Any) -> None:
+        """The cheap pass between two maintenance passes: only the abandoned jobs of these queues
         (one script call, no lock: each is recorded fenced on its started-registry entry, so once)."""
-        from ..maintenance import recover_abandoned
+        recover_abandoned(self.connection, queue_names, **options)
 
-        recover_abandoned(
-            self.connection,
-            self.queue_names(),
-            serializer=self.serializer,
-            exception_handlers=self._exc_handlers,
-            job_class=self.job_class,
-        )
-
-    @property
-    def should_run_maintenance_tasks(self) -> bool:
-        """RQ's: not yet run, or last run more than maintenance_interval seconds ago (the thread's schedule)."""
+    def should_run(self, maintenance_interval: int) -> bool:
+        """Not yet run, or last run more than maintenance_interval seconds ago (the thread's schedule)."""
         if self.last_cleaned_at is None:
             return True
-        return (now() - self.last_cleaned_at).total_seconds() > self.maintenance_interval
+        return (now() - self.last_cleaned_at).total_seconds() > maintenance_interval
 
-    def clean_registries(self) -> None:
-        """Abandoned jobs, expired entries, stranded ids, dead workers (this worker's queues) and groups: one call."""
-        from ..maintenance import clean_registries, pass_group_lock_ttl
-
-        clean_registries(
-            self.connection,
-            self.queue_names(),
-            serializer=self.serializer,
-            exception_handlers=self._exc_handlers,
-            job_class=self.job_class,
-            policy=self.job_policy,
-            group_lock_ttl=pass_group_lock_ttl(self.maintenance_interval),
-        )
+    def clean(self, queue_names: list[str], maintenance_interval: int, **options: Any) -> None:
+        """Abandoned jobs, expired entries, stranded ids, dead workers (these queues) and groups: one call."""
+        group_lock_ttl = pass_group_lock_ttl(maintenance_interval)
+        clean_registries(self.connection, queue_names, group_lock_ttl=group_lock_ttl, **options)
         self.last_cleaned_at = now()
 
-    def clean_group_registries(self) -> None:
-        """RQ 3.0's: clean the groups unless another worker did in this maintenance window (the
-        maintenance pass does the same in its one call; see rqfast.group.clean_groups_once)."""
-        from ..group import clean_groups_once
-
-        if clean_groups_once(self.connection, self.maintenance_interval):
+    def clean_groups(self, maintenance_interval: int) -> None:
+        """Clean the groups unless another worker did in this maintenance window (the maintenance pass
+        does the same in its one call; see rqfast.group.clean_groups_once)."""
+        if clean_groups_once(self.connection, maintenance_interval):
             self.log.info('Worker %s: cleaning group registries', self.name)
 
-    def run_maintenance_tasks(self) -> None:
-        scheduler = self.scheduler  # one whose thread died is started again (not at the first run), as in RQ
+    def restart_scheduler(self) -> None:
+        """A scheduler whose thread died is started again (not at the first run), as in RQ."""
+        scheduler = self.scheduler
         if scheduler is not None and self.last_cleaned_at is not None and scheduler.needs_restart():
             scheduler.acquire_locks(auto_start=True)
-        try:
-            self.clean_registries()
-        except Exception as exc:  # maintenance must never take the worker down
-            self.log.warning('Worker %s: maintenance failed: %s', self.name, exc)
 
-    def start_scheduler(self, burst: bool = False) -> None:
-        try:
-            from ..scheduler import RQScheduler
-        except ImportError:
-            self.log.warning('Worker %s: the scheduler is not available yet', self.name)
-            return
-        self.scheduler = RQScheduler(self.queues, connection=self.connection)
+    def start_scheduler(self, queues: list[Any], burst: bool) -> None:
+        self.scheduler = RQScheduler(queues, connection=self.connection)
         self.scheduler.start(burst=burst)
 
     def stop_scheduler(self) -> None:
