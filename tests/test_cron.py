@@ -55,7 +55,7 @@ def test_scheduler_writes_what_rq_writes(redis_conn: redis.Redis) -> None:
             ttl=300, failure_ttl=400, meta={'m': 1}, webhooks=[webhook('http://127.0.0.1:1/x', 'finished')],
         )  # fmt: skip
         scheduler.register(jobs.echo, 'low', args=(1, 2), interval=10, name='echoes')
-        scheduler.register(jobs.noop, 'low', cron='0 9 * * *', name='nine')  # not due: nothing enqueued
+        scheduler.register(jobs.noop, 'low', cron='0 9 29 2 *', name='nine')  # not due (leap days): nothing enqueued
         scheduler.register_birth()
         enqueued = scheduler.enqueue_jobs()
         scheduler.save()
