@@ -8,6 +8,7 @@ them in front (_source), so each script carries only what it uses.
 from __future__ import annotations
 
 import hashlib
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
@@ -66,6 +67,30 @@ def _source(directory: Path, name: str) -> str:
     return ''.join(texts.values())
 
 
+# Redis Cluster, while the prefix's slot moves to another master (docs/connections.md): between the
+# script that moves its keys and marks it MIGRATING on the old master and the SETSLOT that hands it
+# over, a script sent there is refused at its first key ("Script attempted to access a non local key"),
+# before it writes anything, since every key has left. The call is sent again after a pause (then it
+# is redirected to the new master) for SLOT_MOVING_WAIT seconds at most; the move takes milliseconds.
+SLOT_MOVING = 'non local key'
+SLOT_MOVING_WAIT = 10.0
+SLOT_MOVING_PAUSE = 0.05
+
+
+def _while_slot_moves(call: Callable[[], Any]) -> Any:
+    deadline: float | None = None
+    while True:
+        try:
+            return call()
+        except ResponseError as exc:
+            if SLOT_MOVING not in str(exc):
+                raise
+            deadline = deadline or time.monotonic() + SLOT_MOVING_WAIT
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(SLOT_MOVING_PAUSE)
+
+
 class Script:
     """A script file with the files it includes in front (see _source), called by its sha1."""
 
@@ -76,6 +101,9 @@ class Script:
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
+        return _while_slot_moves(lambda: self._call(client, args))
+
+    def _call(self, client: Any, args: Sequence[Any]) -> Any:
         try:
             return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
         except Exception as exc:
@@ -88,6 +116,9 @@ class Script:
     def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         """__call__ with the arguments in pieces: lists of them, and runs of them packed already
         (packed()); on a connection that splices (spliceable())."""
+        return _while_slot_moves(lambda: self._call_spliced(connection, pieces))
+
+    def _call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         head = ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX)
         try:
             return connection.execute_spliced([head, *pieces])
