@@ -311,7 +311,7 @@ def serve_one_job(
     if orphaned and execution_id:
         run = (settings.worker_name, settings.default_result_ttl, settings.disable_default_exception_handler)
         record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
-    if tracing.ENABLED:  # the horse ends with os._exit: its job's span is exported now
+    if tracing.active():  # the horse ends with os._exit: its job's span is exported now
         tracing.flush()
 
 

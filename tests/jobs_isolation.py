@@ -66,6 +66,7 @@ def where_am_i() -> dict[str, Any]:
         'ppid': os.getppid(),
         'worker_loaded': 'rqfast.worker.base' in sys.modules,
         'redis_loaded': 'redis' in sys.modules,
+        'opentelemetry_loaded': 'opentelemetry.trace' in sys.modules,
         'worker_id': os.environ.get('RQ_WORKER_ID'),
         'job_id': os.environ.get('RQ_JOB_ID'),
     }

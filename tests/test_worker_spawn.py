@@ -36,6 +36,7 @@ def test_a_child_imports_only_what_its_job_needs(redis_conn: redis.Redis) -> Non
     where = rq_job(redis_conn, job.id).return_value()
     assert where['worker_loaded'] is False
     assert where['redis_loaded'] is False  # the job never used its connection, so redis-py was never imported
+    assert where['opentelemetry_loaded'] is False  # nor traced (no provider): the tracing API was not imported
 
 
 def test_children_start_ahead_and_none_outlives_the_worker(redis_conn: redis.Redis, monkeypatch: Any) -> None:
