@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.redis_servers import free_port, server
 
@@ -94,6 +95,18 @@ end
 redis.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', target)
 return moved
 """
+
+
+@contextmanager
+def cluster_client(port: int) -> Iterator[Any]:
+    """A redis-py RedisCluster client of the local cluster (any node's port), closed afterwards."""
+    from redis.cluster import RedisCluster
+
+    client = RedisCluster(host='127.0.0.1', port=port)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def move_slot(ports: list[int], slot: int, source: int, target: int) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import rq.command
 
 HELPER = Path(__file__).with_name('worker_process.py')
 
@@ -138,6 +139,14 @@ class KillableRedis:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def shut_down(conn: redis.Redis, workers: list[WorkerProcess], timeout: float = 15) -> None:
+    """RQ's shutdown command to each worker process, then each must exit 0 within `timeout` s."""
+    for w in workers:
+        rq.command.send_shutdown_command(conn, w.name)
+    for w in workers:
+        assert w.wait(timeout) == 0, w.log()
 
 
 def markers(directory: Path, job_id: str) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from redis.cluster import RedisCluster
 
 from rqfast.cluster import ClusterKeyPrefixError, check_connection, check_prefix, hash_tag, is_cluster
-from tests.cluster_fixture import local_cluster
+from tests.cluster_fixture import cluster_client, local_cluster
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,9 +42,8 @@ def cluster_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture
 def cluster(cluster_port: int) -> Iterator[Any]:
-    client = RedisCluster(host='127.0.0.1', port=cluster_port)
-    yield client
-    client.close()
+    with cluster_client(cluster_port) as client:
+        yield client
 
 
 def env_with(prefix: str) -> dict[str, str]:

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 import redis
-from redis.cluster import RedisCluster
 
-from tests.cluster_fixture import local_cluster, move_slot
+from tests.cluster_fixture import cluster_client, local_cluster, move_slot
 from tests.test_cluster import PREFIX, cli, env_with, keys_by_node, run, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,9 +34,8 @@ def ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
 
 @pytest.fixture
 def cluster(ports: list[int]) -> Iterator[Any]:
-    client = RedisCluster(host='127.0.0.1', port=ports[0])
-    yield client
-    client.close()
+    with cluster_client(ports[0]) as client:
+        yield client
 
 
 def other_master(cluster: Any, home: Any) -> Any:

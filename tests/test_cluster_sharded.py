@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis.cluster import RedisCluster
 
-from tests.cluster_fixture import local_cluster
+from tests.cluster_fixture import cluster_client, local_cluster
 from tests.test_cluster import ROOT, keys_by_node, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -32,9 +31,8 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture
 def cluster(port: int) -> Iterator[Any]:
-    client = RedisCluster(host='127.0.0.1', port=port)
-    yield client
-    client.close()
+    with cluster_client(port) as client:
+        yield client
 
 
 def env(**more: str) -> dict[str, str]:

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 import redis
-import rq
-import rq.command
 
 import rqfast
 from rqfast.registry import DeferredJobRegistry, FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
@@ -19,11 +17,11 @@ from rqfast.status import JobStatus
 try:
     import concurrency_jobs as cj
     import test_worker_fleet as mixed
-    from fleet import WorkerProcess, wait_until
+    from fleet import WorkerProcess, shut_down, wait_until
 except ImportError:  # tests/ became a package
     from tests import concurrency_jobs as cj  # type: ignore[no-redef]
     from tests import test_worker_fleet as mixed  # type: ignore[no-redef]
-    from tests.fleet import WorkerProcess, wait_until  # type: ignore[no-redef]
+    from tests.fleet import WorkerProcess, shut_down, wait_until  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -53,10 +51,7 @@ def test_rq_workers_and_one_rqfast_worker_at_concurrency_20(
 
         wait_until(done, 60, 'every job to finish')
         counts = [redis_conn.hmget(w.key, 'successful_job_count', 'failed_job_count') for w in workers]
-        for w in workers:
-            rq.command.send_shutdown_command(redis_conn, w.name)
-        for w in workers:
-            assert w.wait(15) == 0, w.log()
+        shut_down(redis_conn, workers)
     finally:
         for w in workers:
             w.stop()

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import redis
-import rq.command
 
 import rqfast
 from rqfast import RateLimit
 from rqfast.registry import FinishedJobRegistry, ScheduledJobRegistry
 from tests import jobs
-from tests.fleet import WorkerProcess, wait_until
+from tests.fleet import WorkerProcess, shut_down, wait_until
 from tests.test_rate_window import most_in_a_window, started_at
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,10 +37,7 @@ def test_200_jobs_at_10_per_second_on_three_workers(redis_url: str, redis_conn: 
         finished = FinishedJobRegistry('fleet', connection=redis_conn)
         wait_until(lambda: finished.count == 200, 40, 'every job to finish', step=0.01)
         took = time.monotonic() - begin
-        for w in workers:
-            rq.command.send_shutdown_command(redis_conn, w.name)
-        for w in workers:
-            assert w.wait(15) == 0, w.log()
+        shut_down(redis_conn, workers)
     finally:
         for w in workers:
             w.stop()

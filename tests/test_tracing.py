@@ -209,7 +209,6 @@ def test_spawn_worker_runs_each_job_in_a_consumer_span_in_its_child(
 
 def test_without_opentelemetry_nothing_is_traced_and_jobs_run(redis_url: str, redis_conn: redis.Redis) -> None:
     """The extra not installed: tracing.ENABLED is False, enqueue writes no field, the worker opens no span."""
-    tests = os.path.dirname(os.path.abspath(__file__))
     code = (
         'import sys\n'
         "sys.modules['opentelemetry'] = None  # as if not installed\n"
@@ -220,10 +219,7 @@ def test_without_opentelemetry_nothing_is_traced_and_jobs_run(redis_url: str, re
         "rqfast.SimpleWorker(['q'], connection=conn).work(burst=True, logging_level='WARNING')\n"
         'print(job.id)\n'
     )
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([os.path.dirname(tests), tests])}
-    done = subprocess.run([sys.executable, '-c', code, redis_url], env=env, cwd=tests, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    job_id = done.stdout.strip()
+    job_id = run_child(code, redis_url).strip()
     assert redis_conn.hget(keys.job_key(job_id), 'status') == b'finished'
     assert not redis_conn.hexists(keys.job_key(job_id), 'rqfast_trace')
 
@@ -245,7 +241,6 @@ def test_rq_reads_and_saves_a_traced_job_and_keeps_the_field(redis_conn: redis.R
 def test_a_provider_set_while_the_worker_runs_traces_the_next_run(redis_url: str, redis_conn: redis.Redis) -> None:
     """tracing.active() answers per run without the API's per-call os.environ lookup: a run before any
     provider gets no span, and a provider set afterwards, in the same process, traces the next run."""
-    tests = os.path.dirname(os.path.abspath(__file__))
     code = (
         'import sys, redis, rqfast, rqfast.tracing, jobs\n'
         'from opentelemetry import trace\n'
@@ -267,8 +262,15 @@ def test_a_provider_set_while_the_worker_runs_traces_the_next_run(redis_url: str
         "worker.work(burst=True, logging_level='WARNING')\n"
         'print(len([s for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.CONSUMER]))\n'
     )
+    assert run_child(code, redis_url).split()[-1] == '1'  # the second run's span only
+
+
+def run_child(code: str, redis_url: str) -> str:
+    """`python -c code redis_url` with tests/ on the path and no tracer provider from the environment;
+    it must exit 0. Its stdout."""
+    tests = os.path.dirname(os.path.abspath(__file__))
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([os.path.dirname(tests), tests])}
     env.pop('OTEL_PYTHON_TRACER_PROVIDER', None)
     done = subprocess.run([sys.executable, '-c', code, redis_url], env=env, cwd=tests, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-1] == '1'  # the second run's span only
+    return done.stdout
