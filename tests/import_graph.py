@@ -97,7 +97,6 @@ LAYERS: list[tuple[str, list[str]]] = [
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
-    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one (7 ms)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
         1,
@@ -120,7 +119,6 @@ TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.dependencies', 'rqfast.job'): "Job.dependencies_are_met's body, typed as the Job it serves",
     ('rqfast.intermediate_queue', 'rqfast.queue'): "RQ's IntermediateQueue.cleanup(worker, queue)",
     ('rqfast.intermediate_queue', 'rqfast.worker'): "RQ's IntermediateQueue.cleanup(worker, queue)",
-    ('rqfast.rate_limit', 'rqfast.job'): "RateLimitRegistry.from_job and release_slot read a Job's rate limit",
     ('rqfast.registry', 'rqfast.queue'): "RQ's registry.get_queue() returns a Queue (queue_class= names one)",
     ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
     ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
