@@ -281,7 +281,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         if self._engine_client is not None and self._engine_client is not self.connection:
             self._engine_client.close()  # gives its connection back to the pool
         self._engine_client = None
-        self._recorder.close(self.webhook_shutdown_wait)  # the webhooks still pending, for so long at most
+        self.close_webhooks()
 
     # --- how a job is executed and recorded: rqfast's extension points, which the finisher calls
 
@@ -306,6 +306,10 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     @property
     def _webhook_sender(self) -> Any:
         return self._recorder.webhooks
+
+    def close_webhooks(self) -> None:
+        """Send the webhooks still pending, for webhook_shutdown_wait seconds at most (docs/switching.md)."""
+        self._recorder.close(self.webhook_shutdown_wait)
 
     # --- the loop
 
