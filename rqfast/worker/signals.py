@@ -92,8 +92,9 @@ class StopSignals(WorkerAttributes):
 
     The first signal is a warm shutdown: the job in hand finishes, then the worker stops (at once if
     it is blocked waiting for a job). A second one, a second or more later, is a cold shutdown: the
-    horse is killed and ColdShutdown raised. Reads from the worker: connection, name, log, the jobs
-    in flight and whether it waits interruptibly; kill_horse is rq_api.py's (a forking worker's kills its horse).
+    horse is killed and ColdShutdown raised. The waits a stop request ends at once are here too (a
+    blocking wait for a job, a suspended worker's). Reads from the worker: connection, name, log, the
+    jobs in flight; kill_horse is rq_api.py's (a forking worker's kills its horse).
     """
 
     _stop_request: StopRequest
