@@ -49,14 +49,9 @@ local function finish_one(args, offset)
   local function answer(recorded)
     local reply = {false, false, false, {}, 0, {}}
     c.busy = w ~= '' and x ~= ''
-    if claim then
-      reply = claim_next(queues, w, next_x, c)
-      if x ~= '' then forget_worker_execution(id, x, w) end
-      if not reply[1] then set_worker_idle(w, c, idle_ttl) end
-    else
-      if x ~= '' then forget_worker_execution(id, x, w) end
-      set_worker_idle(w, c, idle_ttl)
-    end
+    if claim then reply = claim_next(queues, w, next_x, c) end
+    if x ~= '' then forget_worker_execution(id, x, w) end
+    if not reply[1] then set_worker_idle(w, c, idle_ttl) end  -- (no claim asked: reply[1] is false)
     reply[7] = recorded
     return reply
   end

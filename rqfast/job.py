@@ -259,9 +259,7 @@ class Job(JobRun):
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
-        from .enqueueing import EnqueueRecord, store_jobs
-
-        store_jobs(self.connection, self.origin, [self], [EnqueueRecord.for_job(self, 'requeue', at_front=at_front)])
+        scripts().requeue(self.connection, self, at_front)  # (enqueueing, Queue's, is not imported for it)
         return self
 
     def cleanup(self, ttl: int | None = None, pipeline: Pipeline | None = None, remove_from_queue: bool = True) -> None:

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 from . import keys
 from .dates import epoch_seconds, now, utcformat
 from .defaults import rq2_compat
-from .exceptions import DuplicateJobError
+from .exceptions import DuplicateJobError, InvalidJobOperation
 from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
 from .scriptload import Script as Script
 from .scriptload import call, script
 from .scriptrecords import EnqueueRecord, Value
+from .status import JobStatus
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
     from datetime import datetime
@@ -49,6 +50,27 @@ def enqueue_jobs(
     if statuses is None:
         return None
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]
+
+
+def stored(jobs: Sequence[JobSpec], statuses: Sequence[str], moment: datetime) -> None:
+    """What enqueue_jobs answered, per job: its status and enqueued_at follow, or the error it names."""
+    for job, status in zip(jobs, statuses, strict=True):
+        if status == 'duplicate':
+            raise DuplicateJobError(f'Job with ID {job.id} already exists')
+        if status == 'not_failed':
+            raise InvalidJobOperation(f'Job {job.id} is not in the failed registry')
+        job.set_local_status(JobStatus.QUEUED if status == 'stored' else JobStatus(status))
+        if status in ('queued', 'stored'):
+            job.enqueued_at = moment
+
+
+def requeue(connection: Redis, job: JobSpec, at_front: bool) -> None:
+    """Job.requeue(): out of its failed registry and back onto its queue, one enqueue_jobs call (a
+    'requeue' record); InvalidJobOperation when it is not in the failed registry of its queue."""
+    moment = now()
+    record = EnqueueRecord.for_job(job, 'requeue', at_front=at_front)
+    statuses = enqueue_jobs(connection, job.origin, utcformat(moment), epoch_seconds(moment), [record])
+    stored([job], statuses or [], moment)
 
 
 def set_progress(connection: Redis, job_id: str, value: str, queue: str, events: int) -> None:

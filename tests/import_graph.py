@@ -97,7 +97,6 @@ LAYERS: list[tuple[str, list[str]]] = [
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
-    ('rqfast.job', 'rqfast.enqueueing'): (1, _CHILD + 'loads a Job; only requeue() stores one (7 ms)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
         1,
@@ -114,17 +113,17 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
 # Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class
 # whose module imports it at run time. (module, what it imports) -> why no small protocol replaces it.
 # tests/test_layers.py fails on a loop not listed here, and on an entry no longer found.
-_WORKER_LOOP = "the worker's loop, its runners and recorder act on the BaseWorker that owns them (its hooks)"
+_WORKER_LOOP = "the worker's loop, its runners, recorder and finisher act on the BaseWorker that owns them (its hooks)"
 TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.command', 'rqfast.worker'): "RQ's command handlers act on the worker itself (six of its members)",
     ('rqfast.dependencies', 'rqfast.job'): "Job.dependencies_are_met's body, typed as the Job it serves",
     ('rqfast.intermediate_queue', 'rqfast.queue'): "RQ's IntermediateQueue.cleanup(worker, queue)",
     ('rqfast.intermediate_queue', 'rqfast.worker'): "RQ's IntermediateQueue.cleanup(worker, queue)",
-    ('rqfast.rate_limit', 'rqfast.job'): "RateLimitRegistry.from_job and release_slot read a Job's rate limit",
     ('rqfast.registry', 'rqfast.queue'): "RQ's registry.get_queue() returns a Queue (queue_class= names one)",
     ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
     ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
     ('rqfast.types', 'rqfast.job'): "RQ's type aliases (rq.types) name Job",
+    ('rqfast.worker.finishing', 'rqfast.worker.base'): _WORKER_LOOP,
     ('rqfast.worker.inline', 'rqfast.worker.base'): _WORKER_LOOP,
     ('rqfast.worker.loop', 'rqfast.worker.base'): _WORKER_LOOP,
     ('rqfast.worker.recorder', 'rqfast.worker.base'): _WORKER_LOOP,

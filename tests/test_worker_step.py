@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 import redis
@@ -135,3 +136,33 @@ def test_a_busy_worker_keeps_its_keys_ttls_from_job_to_job_and_restores_them_whe
     assert 0 < connection.ttl(worker_key) < 1000 and 0 < connection.ttl(index_key) < 1000  # ...with a TTL
     assert connection.hget(worker_key, 'current_job') == fourth.id.encode()
     assert worker.step() is True and worker.step() is False
+
+
+def test_the_finisher_runs_and_records_through_the_worker_s_own_execute_and_finish(connection: redis.Redis) -> None:
+    """A worker class's execute and _finish (ForkingWorker wraps _finish) are what the worker's finisher
+    calls for each job, with the job, its claim, its outcome and whether to claim the next."""
+    calls: list[tuple[str, str, object]] = []
+
+    class Traced(SimpleWorker):
+        def execute(self, job: Job, claim: Any, now: datetime | None = None) -> Any:
+            calls.append(('execute', job.id, claim.job_id))
+            return super().execute(job, claim, now)
+
+        def _finish(self, job: Job, claim: Any, outcome: Any, claim_next: bool, now: datetime | None = None) -> Any:
+            calls.append(('_finish', job.id, (outcome.kind.value, claim_next)))
+            return super()._finish(job, claim, outcome, claim_next, now)
+
+    queue = Queue('q', connection=connection)
+    first, second = queue.enqueue(jobs.add, 1, 2), queue.enqueue(jobs.div_by_zero)
+    worker = Traced(['q'], connection=connection)
+    assert worker.step(now=PINNED) is True
+    assert worker.step(now=PINNED, claim_next=False) is True
+    assert calls == [
+        ('execute', first.id, first.id),
+        ('_finish', first.id, ('success', True)),
+        ('execute', second.id, second.id),
+        ('_finish', second.id, ('failure', False)),
+    ]
+    assert Job.fetch(first.id, connection=connection).return_value() == 3
+    assert Job.fetch(second.id, connection=connection).get_status() == 'failed'
+    assert worker.successful_job_count == worker.failed_job_count == 1

@@ -8,12 +8,13 @@ burst, max_jobs, max_idle_time or a signal; recorder.py records how each job end
 What owns state is an object the worker holds, with a narrow interface: its hash (records.WorkerHash:
 birth, death, heartbeats), the command listener (commands.py), its duties (upkeep.Duties: heartbeat
 and maintenance threads, the scheduler), a stop request (signals.StopRequest), the loop and its
-recorder, the Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the
-worker's own methods, which call those objects: RQ's extension points (register_birth, heartbeat,
-request_stop, perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API
-(records.WorkerReads, stepwise.py), mixins with no state of their own; finishing.py (one claimed job
-run inline) is a mixin still. What the mixins read from the worker is declared once, in declared.py.
-How a job is executed is simple.py's, forking.py's or spawn.py's.
+recorder, its finisher (finishing.Finisher: a claimed job loaded, run inline and recorded), the
+Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the worker's own
+methods, which call those objects: RQ's extension points (register_birth, heartbeat, request_stop,
+perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API (records.WorkerReads,
+stepwise.py), mixins with no state of their own; and rqfast's own, below RQ's: `execute` (how a job
+is executed: simple.py's, forking.py's or spawn.py's) and `_finish` (recording it), which the
+finisher calls. What the mixins read from the worker is declared once, in declared.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import os
 import socket
 import sys
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Callable
@@ -42,9 +42,11 @@ from ..defaults import (
     IDLE_WAKEUP,
     JOB_HEARTBEAT_GRACE,
     MAINTENANCE_INTERVAL,
+    WEBHOOK_SHUTDOWN_WAIT,
 )
 from ..exceptions import StopRequested
 from ..job import Job
+from ..outcome import Outcome
 from ..queue import Queue
 from ..security import JobPolicy
 from ..serializers import resolve_serializer, serializer_path
@@ -53,7 +55,7 @@ from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
 from . import records
 from .commands import CommandListener
-from .finishing import Finishing
+from .finishing import Finisher
 from .hooks import JobHooks, handler_list
 from .loop import Loop
 from .order import DequeueStrategy, QueueOrder
@@ -67,7 +69,7 @@ from .queues import (
     worker_queue,
 )
 from .recorder import Recorder
-from .records import WorkerHash, WorkerReads, WorkerRecord
+from .records import WorkerHash, WorkerReads
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
 from .signals import StopRequest, StopSignals
@@ -81,7 +83,7 @@ logger = logging.getLogger('rqfast.worker')
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
 
-class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWorkerAPI):
+class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     redis_worker_namespace_prefix = keys.WORKER_PREFIX
     redis_workers_keys = keys.WORKERS
     death_penalty_class: Any = UnixSignalDeathPenalty
@@ -91,6 +93,9 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
     dequeue_timeout = IDLE_WAKEUP  # seconds an idle worker blocks at a time (RQ's: worker_ttl - 15; see README)
     heartbeat_grace = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL is job_monitoring_interval plus this
     current_job_working_time = 0.0
+    runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
+    webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
+    job_observer: Callable[[Job, Outcome], None] | None = None  # told each recorded end (rqfast.metrics)
 
     def __init__(
         self,
@@ -158,7 +163,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
         self._stopped_job_id: str | None = None
         self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
         self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
-        self._job_started_monotonic: float | None = None
+        self._finisher = Finisher(self, self._recorder)  # a claimed job loaded, run and recorded (finishing.py)
         self._queue_order = QueueOrder([q.name for q in self.queues])
         self._waiter: Waiter | None = None
         self._engine_client: Any = None
@@ -230,7 +235,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
         if timeout is not None or pipeline is not None:
             self._hash.beat_into(pipeline if pipeline is not None else self.connection, timeout or self.worker_ttl + 60)
             return False
-        in_flight, started = list(self._in_flight.values()), self._job_started_monotonic
+        in_flight, started = list(self._in_flight.values()), self._recorder.busy_since
         return self._hash.beat(in_flight, started, self.worker_ttl, self.job_monitoring_interval, self.heartbeat_grace)
 
     def get_state(self) -> str:
@@ -241,19 +246,6 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
         self._hash.write_state(self._state)
 
     state = property(get_state, set_state)
-
-    def _apply(self, record: WorkerRecord) -> None:
-        """A record read back (refresh(), find_by_key()), into the worker's RQ attributes."""
-        self._state, self._job_id = record.state, record.current_job
-        self.birth_date, self.last_heartbeat = record.birth, record.last_heartbeat
-        self.pid, self.hostname = record.pid, record.hostname
-        self.ip_address = record.ip_address or self.ip_address
-        self.version = record.version or self.version
-        self.python_version = record.python_version or self.python_version
-        self.successful_job_count = record.successful_job_count
-        self.failed_job_count = record.failed_job_count
-        self.total_working_time = record.total_working_time
-        self.current_job_working_time = record.current_job_working_time
 
     # --- starting and stopping
 
@@ -290,6 +282,34 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
             self._engine_client.close()  # gives its connection back to the pool
         self._engine_client = None
         self.close_webhooks()
+
+    # --- how a job is executed and recorded: rqfast's extension points, which the finisher calls
+
+    def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
+        """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""
+        raise NotImplementedError
+
+    def _finish(
+        self, job: Job, claim: engine.Claim, outcome: Outcome, claim_next: bool, now: datetime | None = None
+    ) -> engine.Claim:
+        """Record how the job ended (one finish_job call), claiming the next unless not claim_next."""
+        return self._finisher.finish(job, claim, outcome, claim_next, now)
+
+    def _webhook_func_name(self, job: Job) -> str | None:
+        """The function's name for its webhooks' payload (a forking worker's horse reports it)."""
+        try:
+            func_name = job.func_name
+        except Exception:  # its data cannot be read (a poison job)
+            return None
+        return None if func_name is None else str(func_name)
+
+    @property
+    def _webhook_sender(self) -> Any:
+        return self._recorder.webhooks
+
+    def close_webhooks(self) -> None:
+        """Send the webhooks still pending, for webhook_shutdown_wait seconds at most (docs/switching.md)."""
+        self._recorder.close(self.webhook_shutdown_wait)
 
     # --- the loop
 
@@ -355,7 +375,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
         """One claim script call (of the job a blocking wait moved, if any); never blocks. `execution_id`:
         that of a claim whose reply was lost (see engine.claim_job)."""
         claim = engine.claim_job(self._engine_connection(), self._ref(), moved, moment=now, execution_id=execution_id)
-        self._log_dropped(claim)
+        log_dropped(self.log, self.name, claim)
         if claim:
             self._queue_order.claimed_from(claim.queue or '')
         return claim
@@ -366,19 +386,6 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, Finishing, StopSignals, RQWork
                 self._waiter.close()
             self._waiter = Waiter(self.connection, list(self._queue_order.names))
         return self._waiter
-
-    def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any:
-        """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
-        return self._stop_request.interruptibly(wait, *args)
-
-    def _wait_while_suspended(self) -> None:
-        self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
-        self.set_state(WorkerStatus.SUSPENDED)
-        while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
-            self._interruptibly(time.sleep, 1)
-
-    def _log_dropped(self, claim: engine.Claim) -> None:
-        log_dropped(self.log, self.name, claim)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BaseWorker) and self.name == other.name

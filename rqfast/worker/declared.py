@@ -1,7 +1,7 @@
 """What the worker's mixins read from the worker, declared once for mypy (WorkerAttributes).
 
 BaseWorker sets these attributes (its __init__) or defines these methods; the mixins it is made of
-(hooks.py, calling.py, records.WorkerReads, stepwise.py, finishing.py, signals.py, rq_api.py) read
+(hooks.py, calling.py, records.WorkerReads, stepwise.py, signals.py, rq_api.py) read
 or call them on `self`. Each mixin subclasses this class instead of repeating what it reads; what
 a mixin alone reads from another worker file (the loop's recorder, the worker's hash...) it declares
 itself, and a class attribute it gives a value is its own.
@@ -22,6 +22,7 @@ from ..job import Job
 from ..outcome import Outcome
 from ..security import JobPolicy
 from ..status import WorkerStatus
+from .finishing import Finisher
 
 
 class WorkerAttributes:
@@ -51,10 +52,11 @@ class WorkerAttributes:
     birth_date: datetime | None
     last_heartbeat: datetime | None
     uses_hooks: bool
+    runs_jobs_in_process: bool
     _exc_handlers: list[Callable[..., Any]]
     _state: WorkerStatus
     _in_flight: dict[str, engine.Claim]  # the jobs running now, by id (the recorder's)
-    _job_started_monotonic: float | None
+    _finisher: Finisher  # a claimed job loaded, run inline and recorded (finishing.py)
     _stopped_job_id: str | None
     _stop_requested: bool  # signals.py's (its StopRequest's)
     _shutdown_requested_date: datetime | None  # signals.py's (its StopRequest's)
@@ -66,8 +68,6 @@ class WorkerAttributes:
     kill_horse: Callable[..., None]
     _claim: Callable[..., engine.Claim]
     _waiter_for: Callable[[], Any]
-    _load_job: Callable[..., tuple[Job, Outcome | None]]
-    _log_start: Callable[[Job, str], None]
     _finish: Callable[..., engine.Claim]
     _log_exception: Callable[..., None]
     process_through_hooks: Callable[..., engine.Claim]

@@ -2,7 +2,7 @@
 handle_job_retry, handle_exception.
 
 RQ applications subclass the worker and override these (to time jobs, close database connections,
-report to an error tracker...). rqfast's loop does not need them: process_claim executes a job and
+report to an error tracker...). rqfast's loop does not need them: its finisher (finishing.py) executes a job and
 records it with one finish_job call that also claims the next job. So the loop goes through them
 only when a subclass, or a patch on the worker, replaces one (`uses_hooks`, looked at when the
 worker is made and when work() starts); then they are called where RQ calls them:
@@ -147,11 +147,11 @@ class JobHooks(HookCalling):
                 return None
             moved = self._waiter_for().wait(max(1, int(left + 0.999)))
         self._in_flight[claim.job_id or ''] = claim
-        job, poison = self._load_job(claim, in_process=True)  # the caller performs it here
+        job, poison = self._finisher.load(claim, in_process=True)  # the caller performs it here
         if poison is not None:
             self._finish(job, claim, poison, False)
             return None
-        self._log_start(job, claim.queue or '')
+        self._finisher.log_start(job, claim.queue or '')
         self._in_hand = JobInHand(claim)
         return job, self._queue_named(claim.queue or job.origin)
 

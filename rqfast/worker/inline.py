@@ -1,7 +1,7 @@
 """The inline runner: a worker at concurrency 1 runs its job on the loop's own thread (loop.py).
 
 So a SimpleWorker's job runs under SIGALRM timeouts, RQ's hooks are called where RQ calls them, and a
-forking or spawn worker watches its horse from that thread. The worker's process_claim (finishing.py)
+forking or spawn worker watches its horse from that thread. The worker's finisher (finishing.py)
 runs the job and records it with ONE finish_job call that also claims the next job, which runs next:
 one round trip per job, the turns of the loop chained with no call of their own in between.
 """
@@ -32,12 +32,12 @@ class Inline:
             claim = self.run(claim, one_more(), None)
 
     def run(self, claim: engine.Claim, claim_next: bool, now: datetime | None) -> engine.Claim:
-        """The worker's process_claim runs the job on this thread and records it, claiming the next
+        """The worker's finisher runs the job on this thread and records it, claiming the next
         (unless not claim_next); the answer is that claim. An error the job did not cause (a script
         error) is logged with its id, and work goes on."""
         worker = self.worker
         try:
-            next_claim = worker.process_claim(claim, claim_next=claim_next, now=now)
+            next_claim = worker._finisher.process_claim(claim, claim_next=claim_next, now=now)
         except Exception:
             worker.log.exception(
                 'Worker %s: could not finish job %s; maintenance will find it', worker.name, claim.job_id

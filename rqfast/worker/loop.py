@@ -3,7 +3,7 @@
 The loop is an object the worker owns; where a job runs is its runner's:
 
 - inline (concurrency 1, inline.py): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave
-  as in RQ; the worker's `process_claim` runs the job (in process, or in a horse it watches) and
+  as in RQ; the worker's finisher (finishing.py) runs the job (in process, or in a horse it watches) and
   records it with ONE finish_job call that also claims the next job, which the loop runs next;
 - slots (concurrency N, steps.py): plain functions on slots.py's threads, `async def` functions on
   its one event loop, a forking or spawn worker's jobs in horses of their own (horses.py); they

@@ -40,21 +40,21 @@ class Recorder:
         self.worker = worker
         self.in_flight: dict[str, engine.Claim] = {}  # by job id: the heartbeat keeps these alive
         self.webhooks: WebhookSender | None = None  # started with the first webhook to send
+        self.busy_since: float | None = None  # monotonic: since when a job has been in hand (the heartbeat's)
 
     # --- holding
 
     def hold(self, claim: engine.Claim) -> None:
         """A claimed job is the worker's to run (and to keep alive) until its end is recorded."""
-        worker = self.worker
         self.in_flight[claim.job_id or ''] = claim
-        worker._state = WorkerStatus.BUSY
-        if worker._job_started_monotonic is None:
-            worker._job_started_monotonic = time.monotonic()
+        self.worker._state = WorkerStatus.BUSY
+        if self.busy_since is None:
+            self.busy_since = time.monotonic()
 
     def idle(self) -> None:
         """Nothing in flight, nothing claimed: the worker is idle."""
         self.worker._state = WorkerStatus.IDLE
-        self.worker._job_started_monotonic = None
+        self.busy_since = None
 
     def release(self, job_id: str) -> bool:
         """No longer held (recorded, or left as a hook left it); False if it was not."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -243,7 +242,6 @@ class WorkerReads(WorkerAttributes):
     current job...): no state of its own; what it reads back lands in the worker's RQ attributes."""
 
     _job_id: str | None = None  # RQ's: the current job when the hash was last read
-    _apply: Callable[[WorkerRecord], None]  # BaseWorker's: a record read back, into the worker's attributes
     _hash: WorkerHash  # BaseWorker's: what it writes about itself, and when
 
     @property
@@ -301,6 +299,19 @@ class WorkerReads(WorkerAttributes):
     @property
     def shutdown_requested_date(self) -> datetime | None:
         return read_date(self.connection, self.name, 'shutdown_requested_date')
+
+    def _apply(self, record: WorkerRecord) -> None:
+        """A record read back (refresh(), find_by_key()), into the worker's RQ attributes."""
+        self._state, self._job_id = record.state, record.current_job
+        self.birth_date, self.last_heartbeat = record.birth, record.last_heartbeat
+        self.pid, self.hostname = record.pid, record.hostname
+        self.ip_address = record.ip_address or self.ip_address
+        self.version = record.version or self.version
+        self.python_version = record.python_version or self.python_version
+        self.successful_job_count = record.successful_job_count
+        self.failed_job_count = record.failed_job_count
+        self.total_working_time = record.total_working_time
+        self.current_job_working_time = record.current_job_working_time
 
     def refresh(self) -> None:
         """Read the worker hash back into this object (RQ's); nothing changes when the hash is gone."""

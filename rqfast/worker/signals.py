@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -14,8 +15,9 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import dates
+from .. import dates, keys
 from ..exceptions import StopRequested
+from ..status import WorkerStatus
 from . import records
 from .declared import WorkerAttributes
 
@@ -90,8 +92,9 @@ class StopSignals(WorkerAttributes):
 
     The first signal is a warm shutdown: the job in hand finishes, then the worker stops (at once if
     it is blocked waiting for a job). A second one, a second or more later, is a cold shutdown: the
-    horse is killed and ColdShutdown raised. Reads from the worker: connection, name, log, the jobs
-    in flight and whether it waits interruptibly; kill_horse is rq_api.py's (a forking worker's kills its horse).
+    horse is killed and ColdShutdown raised. The waits a stop request ends at once are here too (a
+    blocking wait for a job, a suspended worker's). Reads from the worker: connection, name, log, the
+    jobs in flight; kill_horse is rq_api.py's (a forking worker's kills its horse).
     """
 
     _stop_request: StopRequest
@@ -119,6 +122,16 @@ class StopSignals(WorkerAttributes):
     @_shutdown_requested_date.setter
     def _shutdown_requested_date(self, moment: datetime | None) -> None:
         self._stop_request.at = moment
+
+    def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking wait that a stop request ends at once (StopRequested), as RQ's idle worker does."""
+        return self._stop_request.interruptibly(wait, *args)
+
+    def _wait_while_suspended(self) -> None:
+        self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
+        self.set_state(WorkerStatus.SUSPENDED)
+        while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
+            self._interruptibly(time.sleep, 1)
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():

@@ -89,13 +89,13 @@ class Slots:
         """Loads the job into `running`; a Done if it cannot run."""
         worker, claim = self.worker, running.claim
         try:
-            job, poison = worker._load_job(claim)
+            job, poison = worker._finisher.load(claim)
         except Exception:  # logged as a job that raised is
-            job, poison = worker._unloadable(claim)
+            job, poison = worker._finisher.unloadable(claim)
         running.job = job
         if poison is not None:
             return self.done(running, poison)
-        worker._log_start(job, claim.queue or '')
+        worker._finisher.log_start(job, claim.queue or '')
         return None
 
     def _load_and_run(self, running: Running) -> Done | None:
@@ -179,5 +179,5 @@ class Slots:
     def job_of(self, running: Running) -> Job:
         if running.job is None:  # not loaded yet
             claim = running.claim
-            running.job = self.worker._placeholder_job(claim.job_id or '', claim.queue or '')
+            running.job = self.worker._finisher.placeholder(claim.job_id or '', claim.queue or '')
         return running.job
