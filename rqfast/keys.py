@@ -61,8 +61,8 @@ def in_block() -> bool:
 
 def settle(queue: str) -> None:
     """Make `queue`'s keyspace this process's (a sharded worker of one queue): its threads and horses
-    build their names there, and so do the children it spawns (through the environment)."""
-    if SHARDED:
+    build their names there, and so do the children it spawns (through the environment). '' changes nothing."""
+    if SHARDED and queue:
         _process[0] = keyspace(queue)
         os.environ[KEYSPACE_QUEUE_ENV] = queue
 

@@ -70,10 +70,12 @@ def enqueue(port: int, queues: list[str], per_queue: int, marks: str, first: int
 
 
 def burst(port: int, kind: str, queue: str) -> None:
+    """A burst worker of class `kind` serving `queue` (several: comma-separated, in that order)."""
     worker_class, concurrency = WORKERS[kind]
     conn = connect(port)
     options = {'concurrency': concurrency} if concurrency > 1 else {}
-    worker = worker_class([Queue(queue, connection=conn)], connection=conn, name=f'burst-{kind}', **options)
+    queues = [Queue(name, connection=conn) for name in queue.split(',')]
+    worker = worker_class(queues, connection=conn, name=f'burst-{kind}', **options)
     worker.work(burst=True, logging_level='WARNING')
 
 

@@ -25,6 +25,7 @@ from ..defaults import DEFAULT_RESULT_TTL
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import JobStatus, WorkerStatus
+from . import keyspaces
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class Recorder:
         while True:
             try:
                 worker = self.worker
-                return engine.finish_jobs(
+                return keyspaces.finish_jobs(
                     worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still_running, moment=now
                 )
             except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -149,7 +150,7 @@ class Recorder:
         while True:
             worker = self.worker
             try:
-                next_claim = engine.finish_job(
+                next_claim = keyspaces.finish_job(
                     worker._engine_connection(),
                     job_id,
                     queue,
