@@ -8,7 +8,7 @@ the two must agree, and tests/test_keys.py checks that they do.
 
 With RQFAST_SHARDING=queue (Redis Cluster, docs/connections.md) each queue is a keyspace of its own,
 `{<RQ_KEY_PREFIX>:<queue>}:`, and every name below is under the current keyspace (prefix()): the one a
-`with within(queue):` block names, else the process's (settle(), a sharded worker's one queue). The
+`with within(queue):` block names, else the process's (settle(), a sharded worker's first queue). The
 constants (PREFIX, QUEUES, ...) are then computed at each read (__getattr__ below).
 """
 
