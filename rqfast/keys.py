@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 
 from rqfast.defaults import RQ_KEY_PREFIX, RQFAST_SHARDING
@@ -41,13 +41,20 @@ def prefix() -> str:
     return _current.get() or _process[0]
 
 
-@contextmanager
-def within(queue: str | None) -> Iterator[None]:
-    """Names built in the block are `queue`'s keyspace's (sharded by queue; otherwise nothing changes)."""
+def within(queue: str | None) -> AbstractContextManager[None]:
+    """Names built in the block are `queue`'s keyspace's (sharded by queue; otherwise nothing changes,
+    at no cost: a worker enters one per job)."""
     if not SHARDED or not queue:
-        yield
-        return
-    token = _current.set(keyspace(queue))
+        return _NOTHING
+    return _within(keyspace(queue))
+
+
+_NOTHING: AbstractContextManager[None] = nullcontext()
+
+
+@contextmanager
+def _within(name: str) -> Iterator[None]:
+    token = _current.set(name)
     try:
         yield
     finally:
