@@ -183,12 +183,24 @@ def test_a_worker_of_several_queues_keeps_their_order_and_one_round_trip_per_job
     assert float(costs['mc']) <= 3.05, costs  # the last: a claim in each earlier keyspace first (documented)
 
 
+SCHEDULE = """
+import sys
+from datetime import timedelta
+from redis.cluster import RedisCluster
+from rqfast import Queue
+queue = Queue(sys.argv[2], connection=RedisCluster(host='127.0.0.1', port=int(sys.argv[1])))
+queue.enqueue_in(timedelta(seconds=1), 'operator.add', 1, 2)
+"""
+
+
 def test_a_cli_worker_of_three_queues_waits_on_each_master_and_is_suspended(port: int, cluster: Any) -> None:
+    """Idle, it takes a job on any of its queues' masters; its scheduler moves a job due in its second
+    queue's keyspace; `rqfast suspend` stops it, `rqfast resume` lets it go on."""
     url = f'redis://127.0.0.1:{port}/?cluster=true'
     names = ['wa', 'wb', 'wc']
     assert len(masters_of(cluster, names)) >= 2
     worker = subprocess.Popen(
-        [sys.executable, '-m', 'rqfast.cli', 'worker', '-u', url, '--name', 'three', *names],
+        [sys.executable, '-m', 'rqfast.cli', 'worker', '-u', url, '--name', 'three', '--with-scheduler', *names],
         env=env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -198,19 +210,22 @@ def test_a_cli_worker_of_three_queues_waits_on_each_master_and_is_suspended(port
         wait_for(lambda: cluster.exists(*(f'{{rq:{q}}}:worker:three' for q in names)) == 3, 'the worker to register')
         run('-m', 'tests.cluster_run', 'enqueue', str(port), '1', 'wc', '/dev/null', '30000')
         wait_for(lambda: cluster.zcard('{rq:wc}:finished:wc') == 1, "the idle worker to take wc's job", 10)
+        run('-c', SCHEDULE, str(port), 'wb')
+        wait_for(lambda: cluster.zcard('{rq:wb}:finished:wb') == 1, "wb's scheduled job", 10)
         run('-m', 'rqfast.cli', 'suspend', '-u', url)
-        assert all(cluster.exists(f'{{rq:{q}}}:suspended') for q in ('wc',))  # (the queues with a keyspace)
-        for queue in ('wa', 'wb'):  # no keyspace yet: given one, then suspended too
+        assert all(cluster.exists(f'{{rq:{q}}}:suspended') for q in ('wb', 'wc'))  # (the queues with a keyspace)
+        assert not cluster.exists('{rq:wa}:suspended')
+        for queue in ('wa',):  # no keyspace yet: given one, then suspended too
             cluster.sadd(f'{{rq:{queue}}}:queues', f'{{rq:{queue}}}:queue:{queue}')
         run('-m', 'rqfast.cli', 'suspend', '-u', url)
         assert all(cluster.exists(f'{{rq:{q}}}:suspended') for q in names)
         wait_for(lambda: cluster.hget('{rq:wa}:worker:three', 'state') == b'suspended', 'the worker to suspend', 10)
         run('-m', 'tests.cluster_run', 'enqueue', str(port), '1', 'wb', '/dev/null', '30001')
         time.sleep(1.5)
-        assert cluster.llen('{rq:wb}:queue:wb') == 1 and cluster.zcard('{rq:wb}:finished:wb') == 0
+        assert cluster.llen('{rq:wb}:queue:wb') == 1 and cluster.zcard('{rq:wb}:finished:wb') == 1
         run('-m', 'rqfast.cli', 'resume', '-u', url)
         assert not any(cluster.exists(f'{{rq:{q}}}:suspended') for q in names)
-        wait_for(lambda: cluster.zcard('{rq:wb}:finished:wb') == 1, "wb's job once resumed", 10)
+        wait_for(lambda: cluster.zcard('{rq:wb}:finished:wb') == 2, "wb's job once resumed", 10)
     finally:
         worker.terminate()
         _, err = worker.communicate(timeout=30)
