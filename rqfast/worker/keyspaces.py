@@ -151,9 +151,12 @@ def finish_jobs(
     claim_count: int,
     still_running: str = '',
     moment: datetime | None = None,
+    still_queue: str | None = None,
 ) -> engine.Batch:
     """engine.finish_jobs; over several keyspaces, one call per keyspace in queue order that has an
-    outcome to record or a claim left to make (each claims what the ones before it did not)."""
+    outcome to record or a claim left to make (each claims what the ones before it did not).
+    `still_queue`: the queue of the job `still_running` names, whose keyspace alone is told of it
+    (the others' worker hash names no job of another keyspace)."""
     if not spans(worker.queues):
         return engine.finish_jobs(connection, worker, ended, claim_count, still_running, moment)
     moment = moment or dates.now()
@@ -168,8 +171,9 @@ def finish_jobs(
         if not mine and not claim:
             continue
         with keys.within(queue):
+            still = still_running if still_queue in (None, queue) else ''
             part = engine.finish_jobs(
-                connection, replace(worker, queues=[queue]), [ended[i] for i in mine], claim, still_running, moment
+                connection, replace(worker, queues=[queue]), [ended[i] for i in mine], claim, still, moment
             )
         for index, recorded in zip(mine, part.recorded, strict=True):
             batch.recorded[index] = recorded

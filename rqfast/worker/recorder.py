@@ -120,12 +120,19 @@ class Recorder:
         outcomes = [done for _, done in ended]
         for _, done in ended:
             self.release(done.job_id)
+        still = self.in_flight.get(still_running)
         backoff = Backoff()
         while True:
             try:
                 worker = self.worker
                 return keyspaces.finish_jobs(
-                    worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still_running, moment=now
+                    worker._engine_connection(),
+                    worker._ref(),
+                    outcomes,
+                    claim,
+                    still_running=still_running,
+                    moment=now,
+                    still_queue=still.queue if still is not None else None,
                 )
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 self._retrying(f'{len(outcomes)} job(s)', exc, backoff)
