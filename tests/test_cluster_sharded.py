@@ -267,12 +267,14 @@ with keys.within('listed'):
 print(keys.prefix())
 SimpleWorker(['served'], connection=Redis(), prepare_for_work=False)
 print(keys.prefix())
+SimpleWorker(['second', 'first'], connection=Redis(), prepare_for_work=False)  # (its first queue's)
+print(keys.prefix())
 """
 
 
 def test_a_worker_made_for_its_queue_settles_the_process_in_its_keyspace() -> None:
     out = subprocess.run([sys.executable, '-c', SETTLED], env=env(), capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ['rq:', '{rq:served}:']
+    assert out.stdout.split() == ['rq:', '{rq:served}:', '{rq:second}:']
 
 
 @pytest.mark.parametrize(
