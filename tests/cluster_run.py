@@ -9,9 +9,11 @@ client rebuilt from the worker's recipe).
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import timedelta
 from typing import Any
 
+import redis.connection
 from redis.cluster import RedisCluster
 
 from rqfast import Queue, Retry, SimpleWorker, SpawnWorker, Worker, get_current_job, keys
@@ -162,10 +164,6 @@ def round_trips(port: int) -> None:
     """RQFAST_SHARDING=queue, a SimpleWorker of three queues on three masters: the commands its main
     thread sends per job of a busy queue, the first of its queues and then the last: two burst runs of
     10 and 50 jobs, (cost(50) - cost(10)) / 40 (as tests/test_worker_roundtrips.py counts them)."""
-    import threading
-
-    import redis.connection
-
     original = redis.connection.Connection.send_packed_command
     sent = [0]
 
