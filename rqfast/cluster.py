@@ -27,7 +27,7 @@ class ClusterKeyPrefixError(ValueError):
 
 class KeyspaceError(ValueError):
     """Sharded by queue (RQFAST_SHARDING=queue), what would span two queues' keyspaces: a dependency on a
-    job of another queue, a group, a worker of several queues (docs/connections.md)."""
+    job of another queue, a group (docs/connections.md)."""
 
 
 _CLUSTER_TYPES: dict[type, bool] = {}  # the answer per connection class, once redis.cluster is loaded

@@ -22,7 +22,7 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from . import tracing
+from . import keys, tracing
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
@@ -294,6 +294,7 @@ def serve_one_job(
     job_id, raw, started_at, *claimed = pickle.loads(payload)
     queue, execution_id = claimed if claimed else ('', '')
     os.environ['RQ_JOB_ID'] = job_id
+    keys.settle(queue)  # (sharded by queue: the job's keyspace is the horse's, whichever its worker's first is)
     job = _vetted_job(settings, connection, job_id, raw, started_at, report_fd)
     if job is None:  # refused, or it failed as it loaded: reported
         return

@@ -8,7 +8,7 @@ the two must agree, and tests/test_keys.py checks that they do.
 
 With RQFAST_SHARDING=queue (Redis Cluster, docs/connections.md) each queue is a keyspace of its own,
 `{<RQ_KEY_PREFIX>:<queue>}:`, and every name below is under the current keyspace (prefix()): the one a
-`with within(queue):` block names, else the process's (settle(), a sharded worker's one queue). The
+`with within(queue):` block names, else the process's (settle(), a sharded worker's first queue). The
 constants (PREFIX, QUEUES, ...) are then computed at each read (__getattr__ below).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 
 from rqfast.defaults import RQ_KEY_PREFIX, RQFAST_SHARDING
@@ -41,13 +41,20 @@ def prefix() -> str:
     return _current.get() or _process[0]
 
 
-@contextmanager
-def within(queue: str | None) -> Iterator[None]:
-    """Names built in the block are `queue`'s keyspace's (sharded by queue; otherwise nothing changes)."""
+def within(queue: str | None) -> AbstractContextManager[None]:
+    """Names built in the block are `queue`'s keyspace's (sharded by queue; otherwise nothing changes,
+    at no cost: a worker enters one per job)."""
     if not SHARDED or not queue:
-        yield
-        return
-    token = _current.set(keyspace(queue))
+        return _NOTHING
+    return _within(keyspace(queue))
+
+
+_NOTHING: AbstractContextManager[None] = nullcontext()
+
+
+@contextmanager
+def _within(name: str) -> Iterator[None]:
+    token = _current.set(name)
     try:
         yield
     finally:
@@ -61,8 +68,8 @@ def in_block() -> bool:
 
 def settle(queue: str) -> None:
     """Make `queue`'s keyspace this process's (a sharded worker of one queue): its threads and horses
-    build their names there, and so do the children it spawns (through the environment)."""
-    if SHARDED:
+    build their names there, and so do the children it spawns (through the environment). '' changes nothing."""
+    if SHARDED and queue:
         _process[0] = keyspace(queue)
         os.environ[KEYSPACE_QUEUE_ENV] = queue
 

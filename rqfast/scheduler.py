@@ -191,8 +191,17 @@ class RQScheduler:
         release: int = NO_RELEASE,
         fields: dict[str, str] | None = None,
     ) -> dict[str, tuple[int, int]]:
-        """schedule_jobs.lua for `queues`: per queue, (lock state: 1 acquired, 2 held, 0 not ours; moved)."""
+        """schedule_jobs.lua for `queues`: per queue, (lock state: 1 acquired, 2 held, 0 not ours; moved).
+        Sharded by queue, one call per queue's keyspace."""
         names = sorted(queues)
+        if keys.SHARDED and len(names) > 1:
+            states, due = {}, []
+            for name in names:
+                with keys.within(name):
+                    states.update(self._call([name], acquire, move, release, fields))
+                due += [] if self._next_due is None else [self._next_due]
+            self._next_due = min(due, default=None)
+            return states
         moment = now()
         reply, self._next_due = scripts.schedule_jobs(
             self.connection,

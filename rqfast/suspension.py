@@ -1,15 +1,19 @@
 """Suspending every worker on a Redis (RQ's `rq:suspended` flag), or pausing one queue (rqfast's `rq:paused-queues`).
 
 Either way jobs in hand finish and no new ones start; the claim scripts check both in the call that claims.
+Sharded by queue (RQFAST_SHARDING=queue), suspend() and resume() set and clear the flag of every queue's
+keyspace that exists (holds its `queues` set: a queue that ever had a job), found on every master by SCAN.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 from redis import Redis
 
 from . import keys
+from .text import as_text
 
 WORKERS_SUSPENDED = keys.SUSPENDED
 
@@ -27,15 +31,29 @@ def is_suspended(connection: Redis, worker: _Heartbeating | None = None) -> bool
 
 def suspend(connection: Redis, ttl: int | None = None) -> None:
     """Suspend until resume(), or for ttl seconds (a ttl of 0 or less ends it at once, as RQ's expire does)."""
-    if ttl is not None and ttl <= 0:
-        connection.delete(keys.SUSPENDED)
-    else:
-        connection.set(keys.SUSPENDED, 1, ex=ttl)
+    for _ in _keyspaces(connection):
+        if ttl is not None and ttl <= 0:
+            connection.delete(keys.SUSPENDED)
+        else:
+            connection.set(keys.SUSPENDED, 1, ex=ttl)
 
 
 def resume(connection: Redis) -> int:
     """End a suspension; the number of keys deleted (1 if workers were suspended), as RQ returns."""
-    return int(connection.delete(keys.SUSPENDED))
+    return max((int(connection.delete(keys.SUSPENDED)) for _ in _keyspaces(connection)), default=0)
+
+
+def _keyspaces(connection: Redis) -> Iterator[None]:
+    """Once; sharded by queue, once within each queue's keyspace found (the module's docstring)."""
+    if not keys.SHARDED:
+        yield
+        return
+    head, tail = keys.keyspace('\0').split('\0')
+    pattern = ''.join(f'[{c}]' if c in '*?[]\\' else c for c in head) + f'*{tail}queues'
+    found = {as_text(key)[len(head) : -len(tail + 'queues')] for key in connection.scan_iter(match=pattern, count=1000)}
+    for queue in sorted(found):
+        with keys.within(queue):
+            yield
 
 
 def pause_queue(connection: Redis, queue: str) -> bool:

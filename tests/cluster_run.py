@@ -9,12 +9,15 @@ client rebuilt from the worker's recipe).
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import timedelta
 from typing import Any
 
+import redis.connection
 from redis.cluster import RedisCluster
 
 from rqfast import Queue, Retry, SimpleWorker, SpawnWorker, Worker, get_current_job, keys
+from tests.cluster_jobs import mark
 
 WORKERS: dict[str, tuple[Any, int]] = {
     'simple': (SimpleWorker, 1),
@@ -70,10 +73,12 @@ def enqueue(port: int, queues: list[str], per_queue: int, marks: str, first: int
 
 
 def burst(port: int, kind: str, queue: str) -> None:
+    """A burst worker of class `kind` serving `queue` (several: comma-separated, in that order)."""
     worker_class, concurrency = WORKERS[kind]
     conn = connect(port)
     options = {'concurrency': concurrency} if concurrency > 1 else {}
-    worker = worker_class([Queue(queue, connection=conn)], connection=conn, name=f'burst-{kind}', **options)
+    queues = [Queue(name, connection=conn) for name in queue.split(',')]
+    worker = worker_class(queues, connection=conn, name=f'burst-{kind}', **options)
     worker.work(burst=True, logging_level='WARNING')
 
 
@@ -115,8 +120,8 @@ def maintenance(port: int) -> None:
 
 
 def sharded_rules(port: int) -> None:
-    """RQFAST_SHARDING=queue: a dependency within a queue runs; one across queues, a group and a worker
-    of two queues are refused (each prints its error's first words)."""
+    """RQFAST_SHARDING=queue: a dependency within a queue runs; one across queues and a group are refused
+    (each prints its error's first words)."""
     from rqfast.group import Group
 
     conn = connect(port)
@@ -128,13 +133,58 @@ def sharded_rules(port: int) -> None:
     for refused in (
         lambda: other.enqueue(RECORD, 7003, depends_on=parent),
         lambda: Group.create(conn),
-        lambda: SimpleWorker([queue, other], connection=conn),
     ):
         try:
             refused()
             print('not refused')
         except ValueError as exc:
             print(str(exc).split(':')[0], '|', str(exc)[:200])
+
+
+def push(index: int, marks: str, queue: str, pushed: int) -> int:
+    """mark(index), then a mark job `pushed` enqueued on `queue` (the job's own connection)."""
+    job = get_current_job()
+    assert job is not None
+    Queue(queue, connection=job.connection).enqueue(MARK, pushed, marks, job_id=f'job-{pushed}')
+    return mark(index, marks)
+
+
+def queue_order(port: int, marks: str) -> None:
+    """RQFAST_SHARDING=queue, one SimpleWorker of `hi` then `lo` (two masters): lo's first job enqueues a
+    job on hi, which runs next (before lo's other three), as RQ's queue order says."""
+    conn = connect(port)
+    hi, lo = Queue('hi', connection=conn), Queue('lo', connection=conn)
+    lo.enqueue('tests.cluster_run.push', 0, marks, 'hi', 100, job_id='job-0')
+    for index in (1, 2, 3):
+        lo.enqueue(MARK, index, marks, job_id=f'job-{index}')
+    SimpleWorker([hi, lo], connection=conn).work(burst=True, logging_level='WARNING')
+
+
+def round_trips(port: int) -> None:
+    """RQFAST_SHARDING=queue, a SimpleWorker of three queues on three masters: the commands its main
+    thread sends per job of a busy queue, the first of its queues and then the last: two burst runs of
+    10 and 50 jobs, (cost(50) - cost(10)) / 40 (as tests/test_worker_roundtrips.py counts them)."""
+    original = redis.connection.Connection.send_packed_command
+    sent = [0]
+
+    def counting(self: Any, command: Any, check_health: bool = True) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            sent[0] += 1
+        return original(self, command, check_health)
+
+    redis.connection.Connection.send_packed_command = counting  # type: ignore[method-assign]
+    conn = connect(port)
+    names = ['ma', 'mb', 'mc']
+    for busy in (names[0], names[-1]):
+        costs = []
+        for count in (2, 10, 50):
+            Queue(busy, connection=conn).enqueue_many(
+                [Queue.prepare_data(MARK, (index, '/dev/null')) for index in range(count)]
+            )
+            before = sent[0]
+            SimpleWorker(names, connection=conn, name=f'rt-{busy}-{count}').work(burst=True, logging_level='WARNING')
+            costs.append(sent[0] - before)
+        print(busy, (costs[2] - costs[1]) / 40)
 
 
 def no_hash_tag(port: int) -> None:
@@ -151,4 +201,6 @@ if __name__ == '__main__':
     else:
         scenarios = {'features': features, 'show_workers': show_workers, 'maintenance': maintenance}
         scenarios['sharded_rules'] = sharded_rules
+        scenarios['round_trips'] = round_trips
+        scenarios['queue_order'] = lambda port: queue_order(port, sys.argv[3])
         {**scenarios, 'no_hash_tag': no_hash_tag}[what](port)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,20 +92,16 @@ def test_1000_jobs_by_each_worker_class_run_once_with_a_keyspace_per_queue(
 def test_dependencies_within_a_queue_run_and_what_spans_queues_is_refused(port: int) -> None:
     out = run('-m', 'tests.cluster_run', 'sharded_rules', str(port)).stdout.splitlines()
     assert out[0] == 'finished'  # the dependent, after its parent, in the queue's keyspace
-    assert [line.split(' | ')[0] for line in out[1:]] == ['RQFAST_SHARDING=queue'] * 3
+    assert [line.split(' | ')[0] for line in out[1:]] == ['RQFAST_SHARDING=queue'] * 2
     assert 'cannot depend on job dparent' in out[1]
     assert 'groups are not supported' in out[2]
-    assert 'a worker serves one queue' in out[3] and 'dq, dr' in out[3]
 
 
-def test_the_cli_worker_of_one_queue_and_of_two(port: int, cluster: Any, tmp_path: Path) -> None:
+def test_the_cli_worker_of_one_queue(port: int, cluster: Any, tmp_path: Path) -> None:
     run('-m', 'tests.cluster_run', 'enqueue', str(port), '3', 'cq', str(tmp_path / 'marks'), '8000')
     url = f'redis://127.0.0.1:{port}/?cluster=true'
     run('-m', 'rqfast.cli', 'worker', '-u', url, '--burst', 'cq')
     assert cluster.zcard('{rq:cq}:finished:cq') == 3
-    two = run('-m', 'rqfast.cli', 'worker', '-u', url, '--burst', 'cq', 'other', check=False)
-    assert two.returncode == 1, two
-    assert 'a worker serves one queue' in two.stderr and 'Traceback' not in two.stderr
     refused = run('-m', 'rqfast.cli', 'info', '-u', url, 'cq', check=False)  # (it reads one keyspace)
     assert refused.returncode == 1 and "RQ_KEY_PREFIX='{rq:<queue>}'" in refused.stderr, refused
     one = {**env(), 'RQFAST_SHARDING': '', 'RQ_KEY_PREFIX': '{rq:cq}'}  # the queue's keyspace, as a plain prefix
@@ -136,6 +133,106 @@ def test_scheduler_retry_dependency_and_pipelines_in_a_queues_keyspace(port: int
         worker.terminate()
         _, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err
+
+
+def masters_of(cluster: Any, queues: list[str]) -> set[str]:
+    return {cluster.get_node_from_key(f'{{rq:{queue}}}:queues').name for queue in queues}
+
+
+def test_workers_of_three_queues_on_three_masters_run_each_job_once(port: int, cluster: Any, tmp_path: Path) -> None:
+    """450 jobs on three queues (each on a master of its own), then four burst workers of all three at
+    once, each in its own queue order: SimpleWorker at concurrency 1 and 10, Worker at 4, SpawnWorker."""
+    names = ['ma', 'mb', 'mc']
+    assert len(masters_of(cluster, names)) >= 2  # (three with the fixture's slot ranges)
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'enqueue', str(port), '150', ','.join(names), str(marks), '20000')
+    orders = {'simple': 'ma,mb,mc', 'simple10': 'mc,mb,ma', 'worker4': 'mb,mc,ma', 'spawn': 'mc,ma,mb'}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(port), kind, order],
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for kind, order in orders.items()
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=90)
+        assert worker.returncode == 0, err
+    recorded: list[int] = []
+    for queue in names:
+        tag = f'{{rq:{queue}}}'
+        assert cluster.llen(f'{tag}:queue:{queue}') == 0
+        assert cluster.zcard(f'{tag}:finished:{queue}') == 150
+        assert cluster.zcard(f'{tag}:failed:{queue}') + cluster.zcard(f'{tag}:wip:{queue}') == 0
+        ran = cluster.hgetall(f'{tag}:test:ran')  # (written by the job in its own queue's keyspace)
+        assert set(ran.values()) == {b'1'}
+        recorded += [int(index) for index in ran]
+        assert cluster.exists(*(f'{tag}:worker:burst-{kind}' for kind in orders)) == 4  # (registered in each)
+    marked = [int(line) for line in marks.read_text().split()]
+    assert sorted(marked + recorded) == list(range(20000, 20450))  # every job exactly once
+
+
+def test_a_worker_of_several_queues_keeps_their_order_and_one_round_trip_per_job(port: int, tmp_path: Path) -> None:
+    marks = tmp_path / 'marks'
+    run('-m', 'tests.cluster_run', 'queue_order', str(port), str(marks))
+    assert marks.read_text().split() == ['0', '100', '1', '2', '3']  # hi's job, enqueued by lo's first, next
+    costs = dict(line.split() for line in run('-m', 'tests.cluster_run', 'round_trips', str(port)).stdout.splitlines())
+    assert float(costs['ma']) <= 1.05, costs  # the first queue busy: the finish claims the next, one call
+    assert float(costs['mc']) <= 3.05, costs  # the last: a claim in each earlier keyspace first (documented)
+
+
+SCHEDULE = """
+import sys
+from datetime import timedelta
+from redis.cluster import RedisCluster
+from rqfast import Queue
+queue = Queue(sys.argv[2], connection=RedisCluster(host='127.0.0.1', port=int(sys.argv[1])))
+queue.enqueue_in(timedelta(seconds=1), 'operator.add', 1, 2)
+"""
+
+
+def test_a_cli_worker_of_three_queues_waits_on_each_master_and_is_suspended(port: int, cluster: Any) -> None:
+    """Idle, it takes a job on any of its queues' masters; its scheduler moves a job due in its second
+    queue's keyspace; `rqfast suspend` stops it, `rqfast resume` lets it go on."""
+    url = f'redis://127.0.0.1:{port}/?cluster=true'
+    names = ['wa', 'wb', 'wc']
+    assert len(masters_of(cluster, names)) >= 2
+    worker = subprocess.Popen(
+        [sys.executable, '-m', 'rqfast.cli', 'worker', '-u', url, '--name', 'three', '--with-scheduler', *names],
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: cluster.exists(*(f'{{rq:{q}}}:worker:three' for q in names)) == 3, 'the worker to register')
+        run('-m', 'tests.cluster_run', 'enqueue', str(port), '1', 'wc', '/dev/null', '30000')
+        wait_for(lambda: cluster.zcard('{rq:wc}:finished:wc') == 1, "the idle worker to take wc's job", 10)
+        run('-c', SCHEDULE, str(port), 'wb')
+        wait_for(lambda: cluster.zcard('{rq:wb}:finished:wb') == 1, "wb's scheduled job", 10)
+        run('-m', 'rqfast.cli', 'suspend', '-u', url)
+        assert all(cluster.exists(f'{{rq:{q}}}:suspended') for q in ('wb', 'wc'))  # (the queues with a keyspace)
+        assert not cluster.exists('{rq:wa}:suspended')
+        for queue in ('wa',):  # no keyspace yet: given one, then suspended too
+            cluster.sadd(f'{{rq:{queue}}}:queues', f'{{rq:{queue}}}:queue:{queue}')
+        run('-m', 'rqfast.cli', 'suspend', '-u', url)
+        assert all(cluster.exists(f'{{rq:{q}}}:suspended') for q in names)
+        wait_for(lambda: cluster.hget('{rq:wa}:worker:three', 'state') == b'suspended', 'the worker to suspend', 10)
+        run('-m', 'tests.cluster_run', 'enqueue', str(port), '1', 'wb', '/dev/null', '30001')
+        time.sleep(1.5)
+        assert cluster.llen('{rq:wb}:queue:wb') == 1 and cluster.zcard('{rq:wb}:finished:wb') == 1
+        run('-m', 'rqfast.cli', 'resume', '-u', url)
+        assert not any(cluster.exists(f'{{rq:{q}}}:suspended') for q in names)
+        wait_for(lambda: cluster.zcard('{rq:wb}:finished:wb') == 2, "wb's job once resumed", 10)
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    for queue in names:  # its death, in each keyspace
+        assert cluster.hexists(f'{{rq:{queue}}}:worker:three', 'death')
+        assert not cluster.sismember(f'{{rq:{queue}}}:workers', f'{{rq:{queue}}}:worker:three')
 
 
 ONE_SERVER = """
@@ -170,12 +267,14 @@ with keys.within('listed'):
 print(keys.prefix())
 SimpleWorker(['served'], connection=Redis(), prepare_for_work=False)
 print(keys.prefix())
+SimpleWorker(['second', 'first'], connection=Redis(), prepare_for_work=False)  # (its first queue's)
+print(keys.prefix())
 """
 
 
 def test_a_worker_made_for_its_queue_settles_the_process_in_its_keyspace() -> None:
     out = subprocess.run([sys.executable, '-c', SETTLED], env=env(), capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ['rq:', '{rq:served}:']
+    assert out.stdout.split() == ['rq:', '{rq:served}:', '{rq:second}:']
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from .workers import worker
 
 # Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue: the others read or
 # write one keyspace, so they run once per queue with that queue's keyspace as their prefix.
-SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty'})
+SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume'})
 
 
 @click.group()

@@ -12,7 +12,6 @@ from typing import Any
 import click
 import redis
 
-from .. import keys
 from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
 from ..metrics import MetricsUnavailable, serve_worker
 from ..suspension import is_suspended
@@ -173,9 +172,6 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
         queue_class(name, connection=connection, job_class=job_class, serializer=serializer) for name in queue_names
     ]
     extra: dict[str, Any] = {'concurrency': opts.concurrency} if opts.concurrency > 1 else {}
-    if keys.SHARDED and len(set(queue_names)) > 1:  # (the worker would refuse them: one line, not a traceback)
-        named = ', '.join(queue_names)
-        raise CliError(f'RQFAST_SHARDING=queue: a worker serves one queue, not {named}: start one per queue')
     instance = worker_class(
         queues,
         name=opts.name or settings.get('NAME'),

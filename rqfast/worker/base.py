@@ -53,7 +53,7 @@ from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
-from . import records
+from . import keyspaces, records
 from .commands import CommandListener
 from .finishing import Finisher
 from .hooks import JobHooks, handler_list
@@ -221,10 +221,12 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     def register_birth(self) -> None:
         about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}
         about.update(version=self.version, python_version=self.python_version)
-        self._hash.birth(self.worker_ttl + 60, self.queue_names(), about)
+        for names in keyspaces.each(self.queue_names()):  # (sharded by queue: in each queue's keyspace)
+            self._hash.birth(self.worker_ttl + 60, names, about)
 
     def register_death(self) -> None:
-        self._hash.death(self.queue_names())
+        for names in keyspaces.each(self.queue_names()):
+            self._hash.death(names)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> bool:
         """Refresh the worker hash and every job in flight; True when rq:suspended is set.
@@ -236,7 +238,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
             self._hash.beat_into(pipeline if pipeline is not None else self.connection, timeout or self.worker_ttl + 60)
             return False
         in_flight, started = list(self._in_flight.values()), self._recorder.busy_since
-        return self._hash.beat(in_flight, started, self.worker_ttl, self.job_monitoring_interval, self.heartbeat_grace)
+        interval, grace = self.job_monitoring_interval, self.heartbeat_grace
+        return keyspaces.beat(self._hash, self.queue_names(), in_flight, started, self.worker_ttl, interval, grace)
 
     def get_state(self) -> str:
         return self._state.value
@@ -374,7 +377,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     ) -> engine.Claim:
         """One claim script call (of the job a blocking wait moved, if any); never blocks. `execution_id`:
         that of a claim whose reply was lost (see engine.claim_job)."""
-        claim = engine.claim_job(self._engine_connection(), self._ref(), moved, moment=now, execution_id=execution_id)
+        claim = keyspaces.claim_job(self._engine_connection(), self._ref(), moved, now, execution_id)
         log_dropped(self.log, self.name, claim)
         if claim:
             self._queue_order.claimed_from(claim.queue or '')

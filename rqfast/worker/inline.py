@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .. import engine
+from .. import engine, keys
 from .waiting import log_dropped
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ class Inline:
         error) is logged with its id, and work goes on."""
         worker = self.worker
         try:
-            next_claim = worker._finisher.process_claim(claim, claim_next=claim_next, now=now)
+            with keys.within(claim.queue):  # (sharded by queue: the job's keyspace, its worker's or not)
+                next_claim = worker._finisher.process_claim(claim, claim_next=claim_next, now=now)
         except Exception:
             worker.log.exception(
                 'Worker %s: could not finish job %s; maintenance will find it', worker.name, claim.job_id

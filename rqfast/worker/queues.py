@@ -17,7 +17,7 @@ from typing import Any
 from redis import Redis
 
 from .. import keys
-from ..cluster import KeyspaceError, check_connection
+from ..cluster import check_connection
 from ..imports import import_attribute
 from ..queue import Queue
 from ..queuebase import own_job_class as own_job_class  # the worker's job class, as a queue's
@@ -47,17 +47,13 @@ def connection_of(queues: list[Any], connection: Redis | None) -> Redis:
 
 
 def settle_keyspace(queues: list[Any]) -> None:
-    """Sharded by queue (RQFAST_SHARDING=queue), a worker serves one queue, whose keyspace becomes its
-    process's (keys.settle): serving several, one keyspace each, is not built yet."""
+    """Sharded by queue (RQFAST_SHARDING=queue), the keyspace of the worker's first queue becomes its
+    process's (keys.settle): its command channel's and its state's. A worker of several queues works
+    in each queue's keyspace, one call each (keyspaces.py)."""
     if not keys.SHARDED or not queues or keys.in_block():  # (made in a within() block, as Worker.all() there makes
         return  # them, to be read: it is in that keyspace already, and the process's stays as it is)
-    names = sorted({str(q if isinstance(q, str) else getattr(q, 'name', q)) for q in queues})
-    if len(names) > 1:
-        raise KeyspaceError(
-            f'RQFAST_SHARDING=queue: a worker serves one queue (each queue is a keyspace of its own, and a worker '
-            f'of several keyspaces is not built yet): start one worker per queue, not one for {", ".join(names)}'
-        )
-    keys.settle(names[0])
+    first = queues[0]
+    keys.settle(str(first if isinstance(first, str) else getattr(first, 'name', first)))
 
 
 def socket_timeout(worker_ttl: int) -> int:

@@ -25,6 +25,7 @@ from ..defaults import DEFAULT_RESULT_TTL
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import JobStatus, WorkerStatus
+from . import keyspaces
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 
 if TYPE_CHECKING:
@@ -119,12 +120,19 @@ class Recorder:
         outcomes = [done for _, done in ended]
         for _, done in ended:
             self.release(done.job_id)
+        still = self.in_flight.get(still_running)
         backoff = Backoff()
         while True:
             try:
                 worker = self.worker
-                return engine.finish_jobs(
-                    worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still_running, moment=now
+                return keyspaces.finish_jobs(
+                    worker._engine_connection(),
+                    worker._ref(),
+                    outcomes,
+                    claim,
+                    still_running=still_running,
+                    moment=now,
+                    still_queue=still.queue if still is not None else None,
                 )
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 self._retrying(f'{len(outcomes)} job(s)', exc, backoff)
@@ -149,7 +157,7 @@ class Recorder:
         while True:
             worker = self.worker
             try:
-                next_claim = engine.finish_job(
+                next_claim = keyspaces.finish_job(
                     worker._engine_connection(),
                     job_id,
                     queue,

@@ -15,10 +15,10 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import dates, keys
+from .. import dates
 from ..exceptions import StopRequested
 from ..status import WorkerStatus
-from . import records
+from . import keyspaces, records
 from .declared import WorkerAttributes
 
 # SIGKILL where the platform has it: a horse cannot ignore it
@@ -130,7 +130,7 @@ class StopSignals(WorkerAttributes):
     def _wait_while_suspended(self) -> None:
         self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
         self.set_state(WorkerStatus.SUSPENDED)
-        while not self._stop_requested and self.connection.exists(keys.SUSPENDED):
+        while not self._stop_requested and keyspaces.is_suspended(self.connection, self.queue_names()):
             self._interruptibly(time.sleep, 1)
 
     def _install_signal_handlers(self) -> None:

@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any
 
-from .. import pipes
+from .. import keys, pipes
 from ..connections import client_recipe
 from ..defaults import rq2_compat
 from ..horse import flush_stdio, serve_one_job
@@ -327,9 +327,10 @@ class ChildHooks:
         self.klass, self.queues, self.name, self.options, self.attributes = klass, queues, name, options, attributes
 
     def __call__(self, job: Any, execution_id: str) -> Any:
-        worker = self.klass(
-            self.queues, name=self.name, connection=job.connection, prepare_for_work=False, **self.options
-        )
+        with keys.within(job.origin):  # (sharded by queue: the child stays in its job's keyspace: keys.settle)
+            worker = self.klass(
+                self.queues, name=self.name, connection=job.connection, prepare_for_work=False, **self.options
+            )
         for attribute, value in self.attributes.items():
             setattr(worker, attribute, value)
         return perform_in_horse(worker, job, execution_id)

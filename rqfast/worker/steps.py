@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import dates, engine
+from .. import dates, engine, keys
 from ..execution import fail_job, run_job, run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
@@ -63,7 +63,8 @@ class Slots:
         """A step of a job on a thread or the event loop; when it raises (a log handler, a plan that
         failed twice...), the job fails and its slot is freed."""
         try:
-            return step(running)
+            with keys.within(running.claim.queue):  # (sharded by queue: the job's keyspace)
+                return step(running)
         except Exception:
             return self.done(running, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()))
 

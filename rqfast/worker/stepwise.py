@@ -9,7 +9,9 @@ each as one MULTI/EXEC transaction, as RQ's do. The Stepwise methods become Base
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from .. import keys
 from ..dates import now, utcformat
@@ -19,6 +21,20 @@ from ..job import Job
 from ..status import JobStatus, WorkerStatus
 from .declared import WorkerAttributes
 from .records import write_current_job, write_heartbeat
+
+Method = TypeVar('Method', bound=Callable[..., Any])
+
+
+def in_job_keyspace(method: Method) -> Method:
+    """Sharded by queue, the method runs within the keyspace of its job's queue (a worker of several
+    queues writes each job's keys in its own keyspace, keys.within); otherwise it is left as it is."""
+
+    @functools.wraps(method)
+    def run(self: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+        with keys.within(getattr(job, 'origin', None)):
+            return method(self, job, *args, **kwargs)
+
+    return cast(Method, run) if keys.SHARDED else method
 
 
 class Stepwise(WorkerAttributes):
@@ -32,12 +48,14 @@ class Stepwise(WorkerAttributes):
             timeout = max(1, int(timeout - working_time))
         return heartbeat_ttl(timeout, self.job_monitoring_interval)
 
+    @in_job_keyspace
     def prepare_execution(self, job: Job) -> Execution:
         """A new execution of the job, recorded as the claim script records one; the worker is busy."""
         execution = prepare_execution(self, job)  # type: ignore[arg-type]
         self._state = WorkerStatus.BUSY
         return execution
 
+    @in_job_keyspace
     def prepare_job_execution(self, job: Job, remove_from_intermediate_queue: bool = False) -> None:
         """The job started by this worker (its status, started_at, worker_name), the worker's current job."""
         moment = now()
@@ -70,6 +88,7 @@ class Stepwise(WorkerAttributes):
         if rqfast_job:
             job.set_local_status(JobStatus.STARTED)
 
+    @in_job_keyspace
     def maintain_heartbeats(self, job: Job, execution: Execution | None = None) -> None:
         """Keep the worker, the job and its execution (RQ 3.0 passes it; else the worker's) alive
         (the heartbeat script: a deleted job stays deleted)."""
@@ -88,6 +107,7 @@ class Stepwise(WorkerAttributes):
             HEARTBEAT_GRACE,  # RQ's, on RQ's by-hand path
         )
 
+    @in_job_keyspace
     def cleanup_execution(self, job: Job, pipeline: Any, execution: Execution | None = None) -> None:
         """Clear the worker's current job and delete the execution (RQ 3.0 passes it; else the
         worker's), in the caller's pipeline."""

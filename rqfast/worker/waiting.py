@@ -6,6 +6,7 @@ once; the first to answer wins, the others are unblocked (CLIENT UNBLOCK) and an
 in the meantime is put back at the head of its queue. An id is always in a queue, an
 intermediate list or the started registry. Paused queues (Queue.pause()) are left out of the wait;
 with every queue paused the worker just sleeps the wait out, then claims (and checks) again.
+Sharded by queue (keyspaces.py), each queue's wait goes to the master of its own keyspace.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..backoff import Backoff
 from ..cluster import node_client
 from ..connections import has_sockets
 from ..text import as_text
+from . import keyspaces
 
 
 class Idling(Protocol):
@@ -94,34 +96,39 @@ class Waiter:
     def __init__(self, connection: Redis, queues: list[str]):
         self.connection = connection
         self.queues = queues
-        self._node: Any = connection  # where the waits are sent (_ensure_connections)
+        self._nodes: list[Any] = []  # per queue, where its wait is sent (_ensure_connections)
         self._connections: list[Any] = []
         self._client_ids: list[int] = []
 
     def _ensure_connections(self) -> None:
         if self._connections:
             return
-        # on a Redis Cluster, the master of the prefix's slot, where every queue's list is: asked again
-        # after an error closed the connections (a failover moves the slot; script calls follow MOVED)
-        self._node = node_client(self.connection)
-        pool = self._node.connection_pool
-        kwargs = dict(pool.connection_kwargs)
-        kwargs.pop('socket_timeout', None)
-        for _ in self.queues:
+        # on a Redis Cluster, the master of the slot of the queue's keyspace (one for every queue but
+        # sharded by queue): asked again after an error closed the connections (a failover moves the
+        # slot; script calls follow MOVED)
+        for queue in self.queues:
+            with keys.within(queue):
+                node = node_client(self.connection)
+            pool = node.connection_pool
+            kwargs = dict(pool.connection_kwargs)
+            kwargs.pop('socket_timeout', None)
             conn = pool.connection_class(**kwargs)
             conn.connect()
             conn.send_command('CLIENT', 'ID')
             self._client_ids.append(int(conn.read_response()))
             self._connections.append(conn)
+            self._nodes.append(node)
 
     def close(self) -> None:
         for conn in self._connections:
             conn.disconnect()
-        self._connections, self._client_ids = [], []
+        self._connections, self._client_ids, self._nodes = [], [], []
 
     def wait(self, timeout: int) -> tuple[str, str] | None:
         """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
-        paused = suspension.paused_queues(self.connection)
+        paused: set[str] = set()
+        for _ in keyspaces.each(self.queues):  # (sharded by queue: each queue's keyspace says)
+            paused |= suspension.paused_queues(self.connection)
         active = [i for i, queue in enumerate(self.queues) if queue not in paused]
         if not active:
             time.sleep(timeout)  # every queue paused: resume() is seen by the next claim
@@ -143,13 +150,10 @@ class Waiter:
         """fakeredis has no sockets to wait on: a short blocking move per queue in turn."""
         share: Any = max(timeout / len(active), 0.1)  # fakeredis takes fractions of a second
         for queue in (self.queues[i] for i in active):
-            job_id = self.connection.blmove(
-                keys.queue_key(queue),
-                keys.intermediate_queue_key(queue),
-                share,
-                'LEFT',
-                'RIGHT',
-            )
+            with keys.within(queue):
+                job_id = self.connection.blmove(
+                    keys.queue_key(queue), keys.intermediate_queue_key(queue), share, 'LEFT', 'RIGHT'
+                )
             if job_id is not None:
                 return queue, as_text(job_id)
         return None
@@ -157,9 +161,9 @@ class Waiter:
     def _wait_many(self, timeout: int, active: list[int]) -> tuple[str, str] | None:
         for index in active:
             queue = self.queues[index]
-            self._connections[index].send_command(
-                'BLMOVE', keys.queue_key(queue), keys.intermediate_queue_key(queue), 'LEFT', 'RIGHT', timeout
-            )
+            with keys.within(queue):
+                source, target = keys.queue_key(queue), keys.intermediate_queue_key(queue)
+            self._connections[index].send_command('BLMOVE', source, target, 'LEFT', 'RIGHT', timeout)
         pending = {index: self._connections[index] for index in active}
         ready, _, _ = select.select([conn._sock for conn in pending.values()], [], [], timeout + 1)
         moved: list[tuple[str, str]] = []
@@ -171,13 +175,14 @@ class Waiter:
                 if reply is not None:
                     moved.append((self.queues[index], as_text(reply)))
         for index, conn in pending.items():
-            self._node.client_unblock(self._client_ids[index])
+            self._nodes[index].client_unblock(self._client_ids[index])
             reply = conn.read_response()
             if reply is not None:
                 moved.append((self.queues[index], as_text(reply)))
         if not moved:
             return None
         moved.sort(key=lambda pair: self.queues.index(pair[0]))
-        if len(moved) > 1:
-            workerscripts.return_jobs(self.connection, moved[1:])
+        back = moved[1:]
+        for names in keyspaces.each([queue for queue, _ in back]) if back else ():
+            workerscripts.return_jobs(self.connection, [pair for pair in back if pair[0] in names])
         return moved[0]
