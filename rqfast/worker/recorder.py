@@ -25,6 +25,7 @@ from ..defaults import DEFAULT_RESULT_TTL
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import JobStatus, WorkerStatus
+from .waiting import REDIS_LOST
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class Recorder:
                 return engine.finish_jobs(
                     worker._engine_connection(), worker._ref(), outcomes, claim, still_running=still_running, moment=now
                 )
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except REDIS_LOST as exc:
                 self._retrying(f'{len(outcomes)} job(s)', exc, backoff)
                 claim = 0
 
@@ -161,7 +162,7 @@ class Recorder:
                     moment=moment,
                     next_execution=next_execution,
                 )
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except REDIS_LOST as exc:
                 self._retrying(f'job {job_id}', exc, backoff)
                 retried = True
                 continue
