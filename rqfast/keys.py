@@ -215,6 +215,14 @@ def pubsub_channel(worker_name: str) -> str:
     return f'{prefix()}pubsub:{worker_name}'
 
 
+def pubsub_channels(worker_name: str, channel: str) -> list[str]:
+    """The channels a worker listens on: `channel` (RQ's pubsub_channel_name), and sharded by queue the
+    base prefix's too, where a sender outside any keyspace (send_shutdown_command(conn, name)) publishes:
+    a channel is no key (PUBLISH reaches every node of a cluster), so both reach the worker."""
+    base = f'{BASE}pubsub:{worker_name}'
+    return [channel] if channel == base else [channel, base]
+
+
 def maintenance_lock_key(queue: str, key_prefix: str = RQ_KEY_PREFIX) -> str:
     return f'{prefix()}clean_registries:{queue}' if SHARDED else f'{key_prefix}:clean_registries:{queue}'
 

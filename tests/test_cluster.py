@@ -328,9 +328,9 @@ def test_cluster_flag_on_a_server_that_is_no_cluster_is_one_error_line(redis_url
 def test_a_failover_of_the_slots_master_while_a_worker_runs(tmp_path: Path) -> None:
     """3 masters with a replica each; the master of the tag's slot is shut down while a worker runs
     300 jobs. The worker's script calls follow the promoted replica, its waits and its command channel
-    find it again: every job finishes (ran at least once: Redis's replication is asynchronous, so a
-    write the dead master acknowledged but had not yet sent on can be lost), later jobs run, and a
-    shutdown command still reaches the worker."""
+    find it again: every job ends (ran at least once: Redis's replication is asynchronous, so a
+    write the dead master acknowledged but had not yet sent on can be lost; or failed visibly, when its
+    own Redis call met the dead master), later jobs run, and a shutdown command still reaches the worker."""
     import redis
 
     with local_cluster(tmp_path / 'ha', replicas=1) as ports:
@@ -346,7 +346,7 @@ def test_a_failover_of_the_slots_master_while_a_worker_runs(tmp_path: Path) -> N
             stderr=log.open('w'),
         )
         marks = tmp_path / 'marks'
-        finished = f'{PREFIX}:finished:ha'
+        finished, failed = f'{PREFIX}:finished:ha', f'{PREFIX}:failed:ha'
         try:
             wait_for(lambda: cluster.exists(f'{PREFIX}:worker:fw'), 'the worker to register')
             run('-m', 'tests.cluster_run', 'enqueue', str(ports[1]), '300', 'ha', str(marks))
@@ -355,11 +355,12 @@ def test_a_failover_of_the_slots_master_while_a_worker_runs(tmp_path: Path) -> N
                 redis.Redis(port=home.port).shutdown(nosave=True)
             except redis.ConnectionError:
                 pass  # (the server closed the connection as it went)
-            wait_for(lambda: _zcard(cluster, finished) == 300, 'every job to finish after the failover', 40)
+            ended = lambda: _zcard(cluster, finished) + _zcard(cluster, failed)  # noqa: E731
+            wait_for(lambda: ended() == 300, 'every job to end after the failover', 40)
             assert cluster.get_node_from_key(f'{PREFIX}:queues').port != home.port  # a replica took over
             later = tmp_path / 'later'
             run('-m', 'tests.cluster_run', 'enqueue', str(ports[1]), '5', 'ha', str(later), '1001')
-            wait_for(lambda: _zcard(cluster, finished) == 305, 'jobs enqueued after the failover to run', 30)
+            wait_for(lambda: ended() == 305, 'jobs enqueued after the failover to run', 30)
             run('-c', SHUTDOWN, str(ports[1]), 'fw')
             assert worker.wait(30) == 0
         except BaseException:
@@ -369,7 +370,9 @@ def test_a_failover_of_the_slots_master_while_a_worker_runs(tmp_path: Path) -> N
             if worker.poll() is None:
                 worker.kill()
                 worker.wait()
-        assert cluster.zcard(f'{PREFIX}:failed:ha') == 0
+        # A job that makes a Redis call of its own while the master is gone fails with the ConnectionError,
+        # visibly: the only jobs that may fail are those (one in 50)
+        assert {m.decode() for m in cluster.zrange(failed, 0, -1)} <= {f'job-{i}' for i in range(0, 300, 50)}
         runs = [int(line) for line in marks.read_text().split()]
         print(f'failover: {len(runs) - len(set(runs))} of {len(set(runs))} jobs ran twice')  # (-s shows it)
         marked = set(runs)

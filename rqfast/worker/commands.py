@@ -28,11 +28,13 @@ LISTEN_WAKEUP = 5.0  # seconds a read on the channel waits before the thread loo
 
 
 class CommandListener:
-    """Subscribes to the worker's channel and hands each message to `handle`, in a thread blocked in a read."""
+    """Subscribes to the worker's channels and hands each message to `handle`, in a thread blocked in a read."""
 
-    def __init__(self, connection: Redis, channel: str, handle: Callable[[dict[str, Any]], None], name: str) -> None:
+    def __init__(
+        self, connection: Redis, channels: list[str], handle: Callable[[dict[str, Any]], None], name: str
+    ) -> None:
         self.connection = connection
-        self.channel = channel
+        self.channels = channels
         self.handle = handle
         self.name = name  # the worker's, for the log
         self.pubsub: Any = None
@@ -47,24 +49,28 @@ class CommandListener:
         self.thread.start()
 
     def _subscribed(self) -> Any:
-        """A PubSub subscribed to the channel, on a client of its own. On a Redis Cluster, of the master of
+        """A PubSub subscribed to the channels, on a client of its own. On a Redis Cluster, of the master of
         the prefix's slot (PUBLISH reaches every node), asked again after a lost connection (_reopened)."""
         node = node_client(self.connection)
         # listen() reconnects and resubscribes; redis-py's own retries are off so that a close ends the thread
         client = Redis(connection_pool=pool_like(node, retry=RedisRetry(NoBackoff(), 0)))
         pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-        pubsub.subscribe(self.channel)
+        pubsub.subscribe(*self.channels)
         return pubsub
 
     def _reopened(self, pubsub: Any) -> Any:
         """On a Redis Cluster, after `pubsub` lost its connection: a new one on the slot's master as the
-        cluster client now knows it (a failover moved it), or `pubsub` again when that fails too."""
+        cluster client now knows it (a failover moved it). A ConnectionError when no node answers yet
+        (the caller tries again later: the lost PubSub, once its reconnect failed, waits on its own
+        subscribed event and would never read nor reconnect again)."""
         if not is_cluster(self.connection):
             return pubsub  # (its own reconnect reaches the same server)
         try:
             fresh = self._subscribed()
-        except Exception:
-            return pubsub
+        except redis.ConnectionError:
+            raise
+        except Exception as exc:  # (a cluster failing over: CLUSTERDOWN, a slot not covered yet...)
+            raise redis.ConnectionError(f'no node to listen on yet: {exc}') from exc
         if self.pubsub is not pubsub:  # stopped meanwhile
             fresh.close()
             return pubsub
@@ -88,8 +94,12 @@ class CommandListener:
         """Handle commands until stop(). As in RQ, a lost connection is retried (with capped backoff) and
         any other error reading the channel ends the thread; an error handling a command is only logged."""
         backoff = Backoff()
+        lost = False
         while self.pubsub is pubsub:
             try:
+                if lost:
+                    pubsub = self._reopened(pubsub)
+                    lost = False
                 message = pubsub.get_message(timeout=LISTEN_WAKEUP)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 if self.pubsub is not pubsub:
@@ -97,7 +107,7 @@ class CommandListener:
                 delay = backoff.next()
                 logger.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
                 time.sleep(delay)
-                pubsub = self._reopened(pubsub)
+                lost = True
                 continue
             except Exception as exc:
                 if self.pubsub is pubsub:

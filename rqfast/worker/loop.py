@@ -35,8 +35,6 @@ from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import (
@@ -57,7 +55,7 @@ from .slots import (
     timed_out_outcome,
 )
 from .steps import Slots
-from .waiting import empty_wait, log_dropped, redis_lost, stays_suspended
+from .waiting import REDIS_LOST, empty_wait, log_dropped, redis_lost, stays_suspended
 
 if TYPE_CHECKING:
     from .base import BaseWorker
@@ -209,7 +207,7 @@ class Loop:
             return False
         try:
             moved = worker._interruptibly(worker._waiter_for().wait, wait)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except REDIS_LOST as exc:
             redis_lost(worker, exc, self.backoff)
             return True
         self.backoff.reset()
@@ -228,7 +226,7 @@ class Loop:
         while True:
             try:
                 claim = worker._claim(moved, execution_id=execution_id)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except REDIS_LOST as exc:
                 redis_lost(worker, exc, backoff)
                 continue
             if claim or claim.suspended or not claim.dropped:

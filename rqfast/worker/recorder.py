@@ -26,6 +26,7 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..status import JobStatus, WorkerStatus
 from . import keyspaces
+from .waiting import REDIS_LOST
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class Recorder:
                     moment=now,
                     still_queue=still.queue if still is not None else None,
                 )
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except REDIS_LOST as exc:
                 self._retrying(f'{len(outcomes)} job(s)', exc, backoff)
                 claim = 0
 
@@ -169,7 +170,7 @@ class Recorder:
                     moment=moment,
                     next_execution=next_execution,
                 )
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except REDIS_LOST as exc:
                 self._retrying(f'job {job_id}', exc, backoff)
                 retried = True
                 continue

@@ -72,7 +72,8 @@ class RQWorkerAPI(WorkerAttributes):
 
     def subscribe(self) -> None:
         """Listen for RQ's pub/sub commands on a connection of its own, in a thread blocked in a read."""
-        self._listener = CommandListener(self.connection, self.pubsub_channel_name, self.handle_payload, self.name)
+        channels = keys.pubsub_channels(self.name, self.pubsub_channel_name)
+        self._listener = CommandListener(self.connection, channels, self.handle_payload, self.name)
         self._listener.start()
 
     def unsubscribe(self) -> None:

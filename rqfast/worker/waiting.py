@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from redis import Redis
-from redis.exceptions import AskError, TryAgainError
+from redis.exceptions import AskError, ClusterDownError, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .. import keys, suspension, workerscripts
 from ..backoff import Backoff
@@ -26,6 +28,11 @@ from ..cluster import node_client
 from ..connections import has_sockets
 from ..text import as_text
 from . import keyspaces
+
+# Redis out of reach for a while, as the worker sees it: a lost connection or a timeout, or a Redis Cluster
+# failing over (CLUSTERDOWN: every node refuses every command until a replica has taken over, so nothing
+# ran) or moving a slot (TRYAGAIN). The loop and the recorder back off and send the call again.
+REDIS_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError)
 
 
 class Idling(Protocol):
