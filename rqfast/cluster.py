@@ -76,6 +76,16 @@ def check_keyspaces() -> None:
         check_prefix()
 
 
+def keyspace_required(what: str, hint: str) -> None:
+    """Sharded by queue, outside every queue's keyspace (the base prefix, where no key is): `what` would
+    read nothing there, so a KeyspaceError says where to look instead (`hint`)."""
+    if keys.SHARDED and keys.prefix() == keys.BASE:
+        raise KeyspaceError(
+            f"RQFAST_SHARDING=queue: {what} reads one queue's keyspace, and none is named: {hint}, "
+            "or inside `with rqfast.keys.within('<queue>'):`"
+        )
+
+
 def check_connection(connection: Any) -> None:
     """Refuse a cluster connection under a prefix without a hash tag (nothing else is checked)."""
     if is_cluster(connection):

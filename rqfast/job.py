@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from . import keys
-from .cluster import in_queue_keyspace
+from .cluster import in_queue_keyspace, keyspace_required
 from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, REGISTRY_CLASSES, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .dependencies import dependencies_are_met, releasable_dependents
@@ -176,16 +176,19 @@ class Job(JobRun):
 
     @classmethod
     def exists(cls, job_id: str, connection: Redis) -> bool:
+        keyspace_required('Job.exists(id)', 'queue.fetch_job(id) is not None')
         return bool(connection.exists(keys.job_key(job_id)))
 
     @classmethod
     def fetch(cls, id: str, connection: Redis | None = None, serializer: Any = None) -> Job:
+        keyspace_required('Job.fetch(id)', 'queue.fetch_job(id)')
         job = cls(parse_job_id(id), connection=connection, serializer=serializer)
         job.refresh()
         return job
 
     @classmethod
     def fetch_many(cls, job_ids: Iterable[str], connection: Redis, serializer: Any = None) -> list[Job | None]:
+        keyspace_required('Job.fetch_many(ids)', 'queue.fetch_many(ids)')
         ids = [parse_job_id(job_id) for job_id in job_ids]
         with connection.pipeline(transaction=False) as pipe:
             for job_id in ids:

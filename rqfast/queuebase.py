@@ -111,11 +111,14 @@ class BaseQueue:
     def all(
         cls: type[_Q], connection: Redis, job_class: Any = None, serializer: Any = None, death_penalty_class: Any = None
     ) -> list[_Q]:
-        return [
-            cls.from_queue_key(as_text(m), connection=connection, job_class=job_class, serializer=serializer)
-            for m in connection.smembers(keys.QUEUES)
-            if m
-        ]
+        found = []
+        for _ in suspension.keyspaces(connection):  # (sharded by queue: each queue's keyspace, found by SCAN)
+            found += [
+                cls.from_queue_key(as_text(m), connection=connection, job_class=job_class, serializer=serializer)
+                for m in connection.smembers(keys.QUEUES)
+                if m
+            ]
+        return found
 
     @classmethod
     def from_queue_key(

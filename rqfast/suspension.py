@@ -31,7 +31,7 @@ def is_suspended(connection: Redis, worker: _Heartbeating | None = None) -> bool
 
 def suspend(connection: Redis, ttl: int | None = None) -> None:
     """Suspend until resume(), or for ttl seconds (a ttl of 0 or less ends it at once, as RQ's expire does)."""
-    for _ in _keyspaces(connection):
+    for _ in keyspaces(connection):
         if ttl is not None and ttl <= 0:
             connection.delete(keys.SUSPENDED)
         else:
@@ -40,11 +40,12 @@ def suspend(connection: Redis, ttl: int | None = None) -> None:
 
 def resume(connection: Redis) -> int:
     """End a suspension; the number of keys deleted (1 if workers were suspended), as RQ returns."""
-    return max((int(connection.delete(keys.SUSPENDED)) for _ in _keyspaces(connection)), default=0)
+    return max((int(connection.delete(keys.SUSPENDED)) for _ in keyspaces(connection)), default=0)
 
 
-def _keyspaces(connection: Redis) -> Iterator[None]:
-    """Once; sharded by queue, once within each queue's keyspace found (the module's docstring)."""
+def keyspaces(connection: Redis) -> Iterator[None]:
+    """Once; sharded by queue, once within each queue's keyspace found (the module's docstring): its
+    `queues` key, on every master (a SCAN of each: for admin calls, suspend() and Queue.all())."""
     if not keys.SHARDED:
         yield
         return

@@ -289,3 +289,36 @@ def test_the_setting_is_checked_at_import(sharding: str, prefix: str, error: str
     for fine in ('none', 'queue', ''):
         ok = {**bad, 'RQFAST_SHARDING': fine, 'RQ_KEY_PREFIX': 'rq'}
         assert subprocess.run([sys.executable, '-c', 'import rqfast'], env=ok).returncode == 0
+
+
+LISTINGS = """
+import sys
+from redis import Redis
+from rqfast import Job, Queue, SimpleWorker, Worker, keys
+from rqfast.cluster import KeyspaceError
+conn = Redis.from_url(sys.argv[1])
+for name in ('la', 'lb'):
+    Queue(name, connection=conn).enqueue('operator.add', 1, 2, job_id=f'{name}-job')
+print(sorted(q.name for q in Queue.all(conn) if q.name in ('la', 'lb')))
+for call in (lambda: Job.fetch('la-job', conn), lambda: Job.exists('la-job', conn), lambda: Worker.all(conn)):
+    try:
+        call()
+        print('no error')
+    except KeyspaceError as exc:
+        print(str(exc).split(':')[1].strip().split(' ')[0])
+print(Queue('la', connection=conn).fetch_job('la-job').id)
+with keys.within('lb'):
+    print(Job.fetch('lb-job', conn).origin)
+worker = SimpleWorker(['lb'], connection=conn, name='lister')
+worker.register_birth()
+print([w.name for w in Worker.all(queue=Queue('lb', connection=conn))])
+worker.register_death()
+"""
+
+
+def test_queue_all_lists_every_keyspace_and_reads_without_a_queue_are_refused(redis_url: str) -> None:
+    """Queue.all(connection) finds the queues of every keyspace (sharded mode needs no cluster: one
+    server); Job.fetch/exists and Worker.all without a queue would read the base prefix, where nothing
+    is: a KeyspaceError says so, and the calls with a queue (or inside keys.within) work."""
+    out = run('-c', LISTINGS, redis_url).stdout.splitlines()
+    assert out == ["['la', 'lb']", 'Job.fetch(id)', 'Job.exists(id)', 'Worker.all()', 'la-job', 'lb', "['lister']"]

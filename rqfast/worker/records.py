@@ -17,6 +17,7 @@ import redis
 from redis import Redis
 
 from .. import engine, keys, workerscripts
+from ..cluster import keyspace_required
 from ..dates import now, utcformat, utcparse
 from ..defaults import JOB_HEARTBEAT_GRACE, rq2_compat
 from ..job import Job
@@ -333,7 +334,11 @@ class WorkerReads(WorkerAttributes):
             connection = queue.connection
         if connection is None:
             raise ValueError('"Queue" or "connection" argument is required')
-        return worker_keys(connection, queue.name if queue is not None else None)
+        if queue is None:
+            keyspace_required('Worker.all()', 'Worker.all(queue=queue), the workers of one queue')
+            return worker_keys(connection, None)
+        with keys.within(queue.name):
+            return worker_keys(connection, queue.name)
 
     @classmethod
     def count(cls, connection: Redis | None = None, queue: Any = None) -> int:
@@ -353,10 +358,11 @@ class WorkerReads(WorkerAttributes):
             connection = queue.connection
         if connection is None:
             raise ValueError('"Queue" or "connection" argument is required')
-        found = [
-            cls.find_by_key(key, connection, job_class=job_class, queue_class=queue_class, serializer=serializer)
-            for key in cls.all_keys(connection, queue)
-        ]
+        with keys.within(queue.name if queue is not None else None):  # (sharded by queue: the queue's keyspace)
+            found = [
+                cls.find_by_key(key, connection, job_class=job_class, queue_class=queue_class, serializer=serializer)
+                for key in cls.all_keys(connection, queue)
+            ]
         return [worker for worker in found if worker is not None]
 
     @classmethod
