@@ -163,7 +163,8 @@ def queue_order(port: int, marks: str) -> None:
 def round_trips(port: int) -> None:
     """RQFAST_SHARDING=queue, a SimpleWorker of three queues on three masters: the commands its main
     thread sends per job of a busy queue, the first of its queues and then the last: two burst runs of
-    10 and 50 jobs, (cost(50) - cost(10)) / 40 (as tests/test_worker_roundtrips.py counts them)."""
+    10 and 50 jobs, (cost(50) - cost(10)) / 40 (as tests/test_worker_roundtrips.py counts them), the lower
+    of two tries."""
     original = redis.connection.Connection.send_packed_command
     sent = [0]
 
@@ -176,15 +177,19 @@ def round_trips(port: int) -> None:
     conn = connect(port)
     names = ['ma', 'mb', 'mc']
     for busy in (names[0], names[-1]):
-        costs = []
-        for count in (2, 10, 50):
-            Queue(busy, connection=conn).enqueue_many(
-                [Queue.prepare_data(MARK, (index, '/dev/null')) for index in range(count)]
-            )
-            before = sent[0]
-            SimpleWorker(names, connection=conn, name=f'rt-{busy}-{count}').work(burst=True, logging_level='WARNING')
-            costs.append(sent[0] - before)
-        print(busy, (costs[2] - costs[1]) / 40)
+        per_job = []
+        for attempt in range(2):  # the lower of two: a beat or a pass of the worker's in a run is no per-job cost
+            costs = []
+            for count in (2, 10, 50):
+                Queue(busy, connection=conn).enqueue_many(
+                    [Queue.prepare_data(MARK, (index, '/dev/null')) for index in range(count)]
+                )
+                before = sent[0]
+                name = f'rt-{busy}-{count}-{attempt}'
+                SimpleWorker(names, connection=conn, name=name).work(burst=True, logging_level='WARNING')
+                costs.append(sent[0] - before)
+            per_job.append((costs[2] - costs[1]) / 40)
+        print(busy, min(per_job))
 
 
 def no_hash_tag(port: int) -> None:
