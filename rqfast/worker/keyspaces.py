@@ -23,14 +23,20 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import dates, engine, keys
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from .records import WorkerHash
+
+class Beating(Protocol):
+    """What beat() needs of the worker hash (records.WorkerHash, whose module is above this one)."""
+
+    def beat(
+        self, in_flight: list[engine.Claim], started: float | None, worker_ttl: int, monitoring: int, grace: int
+    ) -> bool: ...
 
 
 def spans(queues: Sequence[str]) -> bool:
@@ -187,7 +193,7 @@ def finish_jobs(
 
 
 def beat(
-    worker_hash: WorkerHash,
+    worker_hash: Beating,
     queues: list[str],
     in_flight: list[engine.Claim],
     started: float | None,
