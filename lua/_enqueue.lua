@@ -29,15 +29,19 @@ local function enqueue_jobs()
     end
   end
 
+  -- `fields` is the record's fields behind a 'status' slot: {'status', <set here>, field, value, ...},
+  -- written in one HSET in the order three writes would (status, the fields, enqueued_at last).
   local function store(id, fields, status, enqueued)
-    local key = K.job(id)
-    redis.call('HSET', key, 'status', status)
-    redis.call('HSET', key, unpack(fields))
-    if enqueued then redis.call('HSET', key, 'enqueued_at', now_text) end
+    fields[2] = status
+    if enqueued then
+      local n = #fields
+      fields[n + 1], fields[n + 2] = 'enqueued_at', now_text
+    end
+    redis.call('HSET', K.job(id), unpack(fields))
   end
 
   local function field_value(fields, name)
-    for f = 1, #fields, 2 do
+    for f = 3, #fields, 2 do
       if fields[f] == name then return fields[f + 1] end
     end
   end
@@ -61,7 +65,7 @@ local function enqueue_jobs()
       if dependency_blocks(dep_id, allow_failure) then blocked = true end
     end
     local batch = mode == 'batch' or mode == 'batch_rq2'
-    redis.call('SADD', K.queues, K.queue(queue))
+    redis.call('SADD', K.queues, K.queue(queue))  -- (push_job below is told: one SADD per job)
     if batch and #deps > 0 then
       register_dependencies(id, deps)
     end
@@ -81,7 +85,7 @@ local function enqueue_jobs()
     store(id, fields, 'queued', true)
     expire_job_keys(id, ttl)
     if mode == 'store' then return 'stored' end
-    push_job(queue, id, at_front, fields[1] == 'priority' and fields[2])
+    push_job(queue, id, at_front, fields[3] == 'priority' and fields[4], true)
     return 'queued'
   end
 
@@ -96,8 +100,8 @@ local function enqueue_jobs()
     for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
     i = i + n_deps
     local n_fields = tonumber(ARGV[i])
-    local fields = {}
-    for f = 1, 2 * n_fields do fields[f] = ARGV[i + f] end
+    local fields = {'status', false}  -- (store() fills the slot)
+    for f = 1, 2 * n_fields do fields[f + 2] = ARGV[i + f] end
     i = i + 1 + 2 * n_fields
     if unique and redis.call('EXISTS', K.job(id)) == 1 then
       results[n] = 'duplicate'
