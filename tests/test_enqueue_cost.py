@@ -118,3 +118,16 @@ def test_parse_args_without_keywords_gives_every_option_its_default() -> None:
 
     assert plain._replace(kwargs=None) == with_keyword._replace(kwargs=None)
     assert plain.kwargs == {}
+
+
+def test_enqueue_many_pushes_plain_and_prioritized_jobs_in_order(redis_conn: redis.Redis) -> None:
+    """enqueue_jobs.lua pushes plain jobs together in one RPUSH: one with a priority (pushed on its own)
+    still lands between the jobs before and after it, as with one push per job."""
+    queue = Queue('order', connection=redis_conn)
+    datas = [Queue.prepare_data(f'{J}.noop', priority=5 if i % 3 == 1 else None) for i in range(8)]
+    datas.insert(4, Queue.prepare_data(f'{J}.noop', at_front=True))
+
+    jobs = queue.enqueue_many(datas)
+
+    in_list = [job_id.decode() for job_id in redis_conn.lrange('rq:queue:order', 0, -1)]
+    assert in_list == [jobs[4].id] + [job.id for job in jobs[:4] + jobs[5:]]
