@@ -116,8 +116,7 @@ local function enqueue_jobs()
       flush_pushes()
       push_job(queue, id, at_front, priority, true)
     else
-      pending[#pending + 1] = id
-      if #pending == 1000 then flush_pushes() end
+      pending[#pending + 1] = id  -- (a call holds ENQUEUE_CHUNK jobs at most: far below unpack's limit, ~8,000)
     end
     return 'queued'
   end

@@ -14,7 +14,7 @@ from redis.backoff import NoBackoff
 from redis.connection import Connection
 from redis.retry import Retry
 
-from rqfast import Queue, keys, scriptload
+from rqfast import Queue, defaults, keys, scriptload
 
 J = 'tests.jobs'
 
@@ -131,3 +131,9 @@ def test_enqueue_many_pushes_plain_and_prioritized_jobs_in_order(redis_conn: red
 
     in_list = [job_id.decode() for job_id in redis_conn.lrange('rq:queue:order', 0, -1)]
     assert in_list == [jobs[4].id] + [job.id for job in jobs[:4] + jobs[5:]]
+
+
+def test_a_chunk_of_enqueue_many_fits_one_rpush() -> None:
+    """enqueue_jobs.lua pushes a call's plain jobs with one unpack(), which Lua (in Redis) limits to
+    LUAI_MAXCSTACK (8,000) values."""
+    assert defaults.ENQUEUE_CHUNK < 8000
