@@ -132,8 +132,7 @@ local function enqueue_jobs()
     for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
     i = i + n_deps
     local n_fields = tonumber(ARGV[i])
-    local fields = {'status', false}  -- (store() fills the slot)
-    for f = 1, 2 * n_fields do fields[f + 2] = ARGV[i + f] end
+    local fields = {'status', false, unpack(ARGV, i + 1, i + 2 * n_fields)}  -- (store() fills the slot)
     i = i + 1 + 2 * n_fields
     if unique and redis.call('EXISTS', K.job(id)) == 1 then
       results[n] = 'duplicate'
