@@ -208,8 +208,9 @@ def _plain_pool(client: Any) -> Any:
     its script calls are sent by _send_pooled. None for any other client, which gets execute_command."""
     if type(client) is not Redis or client.connection is not None or _hiredis_pack is None:
         return None
-    if Redis.execute_command is not _EXECUTE_COMMAND or _REDIS_MAJOR < 6:
-        return None
+    execute_command = Redis.execute_command
+    if execute_command is not _EXECUTE_COMMAND or hasattr(execute_command, '__wrapped__') or _REDIS_MAJOR < 6:
+        return None  # (wrapped before rqfast was imported: functools.wraps and wrapt set __wrapped__)
     pool = client.connection_pool
     return pool if getattr(pool, 'cache', None) is None else None
 

@@ -4,6 +4,7 @@ ids are uuid4 strings; parse_args without keyword arguments answers as with them
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from typing import Any
@@ -41,6 +42,24 @@ def test_an_instrumented_execute_command_sees_the_script_calls(
         return original(self, *args, **options)
 
     monkeypatch.setattr(redis.Redis, 'execute_command', traced)
+    Queue('traced', connection=redis_conn).enqueue(f'{J}.noop')
+
+    assert 'EVALSHA' in seen
+
+
+def test_an_execute_command_wrapped_before_rqfast_was_imported_sees_the_calls(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[Any] = []
+    original = redis.Redis.execute_command
+
+    @functools.wraps(original)
+    def traced(self: redis.Redis, *args: Any, **options: Any) -> Any:  # as Sentry's patch
+        seen.append(args[0])
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, 'execute_command', traced)
+    monkeypatch.setattr(scriptload, '_EXECUTE_COMMAND', traced)  # (what rqfast saw at its import)
     Queue('traced', connection=redis_conn).enqueue(f'{J}.noop')
 
     assert 'EVALSHA' in seen
