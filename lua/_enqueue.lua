@@ -13,6 +13,30 @@ local function enqueue_jobs()
   local now_text = ARGV[3]
   local now_epoch = tonumber(ARGV[4])
   local group = ARGV[5]
+  local n_jobs = tonumber(ARGV[6])
+  local queue_key, deferred_key = K.queue(queue), K.deferred(queue)
+
+  -- Work done once per call, not per job: the queue joins K.queues once; with several jobs, the
+  -- deferred registry is looked at once (ZREM from it only while it exists: nothing in this call
+  -- removes it, only register_dependencies adds to it); plain pushes (at the back, no priority)
+  -- wait in `pending`, pushed in one RPUSH (in order) before any other push, and at the end.
+  local registered, deferred_absent, pending = false, nil, {}
+  local function register_queue()
+    if not registered then
+      redis.call('SADD', K.queues, queue_key)
+      registered = true
+    end
+  end
+  local function leave_deferred(id)
+    if deferred_absent == nil and n_jobs > 1 then deferred_absent = redis.call('EXISTS', deferred_key) == 0 end
+    if not deferred_absent then redis.call('ZREM', deferred_key, id) end
+  end
+  local function flush_pushes()
+    if #pending > 0 then
+      redis.call('RPUSH', queue_key, unpack(pending))
+      pending = {}
+    end
+  end
 
   local function dependency_blocks(dep_id, allow_failure)
     local status = redis.call('HGET', K.job(dep_id), 'status')
@@ -22,22 +46,27 @@ local function enqueue_jobs()
   end
 
   local function register_dependencies(id, deps)
-    redis.call('ZADD', K.deferred(queue), now_epoch, id)
+    redis.call('ZADD', deferred_key, now_epoch, id)
+    deferred_absent = false
     for _, dep_id in ipairs(deps) do
       redis.call('SADD', K.dependents(dep_id), id)
       redis.call('SADD', K.dependencies(id), dep_id)
     end
   end
 
+  -- `fields` is the record's fields behind a 'status' slot: {'status', <set here>, field, value, ...},
+  -- written in one HSET in the order three writes would (status, the fields, enqueued_at last).
   local function store(id, fields, status, enqueued)
-    local key = K.job(id)
-    redis.call('HSET', key, 'status', status)
-    redis.call('HSET', key, unpack(fields))
-    if enqueued then redis.call('HSET', key, 'enqueued_at', now_text) end
+    fields[2] = status
+    if enqueued then
+      local n = #fields
+      fields[n + 1], fields[n + 2] = 'enqueued_at', now_text
+    end
+    redis.call('HSET', K.job(id), unpack(fields))
   end
 
   local function field_value(fields, name)
-    for f = 1, #fields, 2 do
+    for f = 3, #fields, 2 do
       if fields[f] == name then return fields[f + 1] end
     end
   end
@@ -50,7 +79,7 @@ local function enqueue_jobs()
       mode = 'limit'  -- a rate-limited job waits for a slot, as RQ 3.0's requeue
     end
     if mode == 'schedule' then
-      redis.call('SADD', K.queues, K.queue(queue))
+      register_queue()
       store(id, fields, 'scheduled', false)
       expire_job_keys(id, ttl)
       redis.call('ZADD', K.scheduled(queue), score, id)
@@ -61,7 +90,7 @@ local function enqueue_jobs()
       if dependency_blocks(dep_id, allow_failure) then blocked = true end
     end
     local batch = mode == 'batch' or mode == 'batch_rq2'
-    redis.call('SADD', K.queues, K.queue(queue))
+    register_queue()
     if batch and #deps > 0 then
       register_dependencies(id, deps)
     end
@@ -71,23 +100,30 @@ local function enqueue_jobs()
       if mode ~= 'batch_rq2' then expire_job_keys(id, ttl) end
       return 'deferred'
     end
-    redis.call('ZREM', K.deferred(queue), id)  -- a job that was deferred is not any more
+    leave_deferred(id)  -- a job that was deferred is not any more
     if mode == 'limit' then
       store(id, fields, 'rate_limited', false)
       expire_job_keys(id, ttl)
       local rl_key, concurrency = field_value(fields, 'rate_limit_key'), field_value(fields, 'rate_limit_concurrency')
+      flush_pushes()  -- (a free slot pushes the job)
       return rate_limit_wait(id, rl_key, concurrency, now_epoch, now_text) and 'queued' or 'rate_limited'
     end
     store(id, fields, 'queued', true)
     expire_job_keys(id, ttl)
     if mode == 'store' then return 'stored' end
-    push_job(queue, id, at_front, fields[1] == 'priority' and fields[2])
+    local priority = fields[3] == 'priority' and fields[4]
+    if at_front or priority then
+      flush_pushes()
+      push_job(queue, id, at_front, priority, true)
+    else
+      pending[#pending + 1] = id  -- (a call holds ENQUEUE_CHUNK jobs at most: far below unpack's limit, ~8,000)
+    end
     return 'queued'
   end
 
   local results, grouped = {}, false
   local i = 7
-  for n = 1, tonumber(ARGV[6]) do
+  for n = 1, n_jobs do
     local id, mode, at_front, unique = ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', ARGV[i + 3] == '1'
     local ttl, score, allow_failure = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] == '1'
     local n_deps = tonumber(ARGV[i + 7])
@@ -96,8 +132,7 @@ local function enqueue_jobs()
     for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
     i = i + n_deps
     local n_fields = tonumber(ARGV[i])
-    local fields = {}
-    for f = 1, 2 * n_fields do fields[f] = ARGV[i + f] end
+    local fields = {'status', false, unpack(ARGV, i + 1, i + 2 * n_fields)}  -- (store() fills the slot)
     i = i + 1 + 2 * n_fields
     if unique and redis.call('EXISTS', K.job(id)) == 1 then
       results[n] = 'duplicate'
@@ -113,6 +148,7 @@ local function enqueue_jobs()
       end
     end
   end
+  flush_pushes()
   if grouped then redis.call('SADD', K.groups, group) end
   return results
 end

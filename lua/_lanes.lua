@@ -40,13 +40,15 @@ local function add_to_lanes(queue, id, priority, at_front)
 end
 
 -- Pushes an id onto a queue and registers the queue, as RQ's enqueue does; with a `priority` (the
--- job hash's field; nil, false or '' for none), into its priority lane as well.
-local function push_job(queue, id, at_front, priority)
-  redis.call('SADD', K.queues, K.queue(queue))
+-- job hash's field; nil, false or '' for none), into its priority lane as well. `registered`: the
+-- caller SADDed the queue to K.queues in this call already.
+local function push_job(queue, id, at_front, priority, registered)
+  local key = K.queue(queue)
+  if not registered then redis.call('SADD', K.queues, key) end
   if at_front then
-    redis.call('LPUSH', K.queue(queue), id)
+    redis.call('LPUSH', key, id)
   else
-    redis.call('RPUSH', K.queue(queue), id)
+    redis.call('RPUSH', key, id)
   end
   if priority then add_to_lanes(queue, id, priority, at_front) end
 end

@@ -19,6 +19,10 @@ from .timeouts import parse_timeout
 __all__ = ['CreatingQueue']
 
 
+# EnqueueArgs between func and args (job_timeout ... unique) as parse_args leaves them when none is given
+_NO_OPTIONS = (None, None, None, None, None, None, None, False, None, None, None, None, None, None, None, False)
+
+
 class CreatingQueue(DependentsQueue):
     """RQ's Queue.create_job and Queue.parse_args (Queue adds the enqueue calls that store the job)."""
 
@@ -96,6 +100,8 @@ class CreatingQueue(DependentsQueue):
     def parse_args(cls, f: Any, *args: Any, **kwargs: Any) -> EnqueueArgs:
         if not isinstance(f, str) and getattr(f, '__module__', None) == '__main__':
             raise ValueError('Functions from the __main__ module cannot be processed by workers')
+        if not kwargs:  # no option and no keyword argument: every option at its default
+            return EnqueueArgs(f, *_NO_OPTIONS, args, kwargs, None)
         options = {name: kwargs.pop(name, None) for name in _OPTION_NAMES}
         webhooks = kwargs.pop('webhooks', None)
         # RQ 3.0's option only when given a RateLimit; any other value stays the function's kwarg (RQ 2.12)

@@ -330,17 +330,16 @@ def _writes(left_out: tuple[str, ...]) -> tuple[Callable[[Any], tuple[Any, ...]]
     return attrgetter(*[f.attribute for f in written]), [(f.name, f.codec.write, f.codec.none) for f in written]
 
 
-# By (include_meta, include_result), each made when first used: a spawned child that only reads its job makes none.
-_WRITES: dict[tuple[bool, bool], tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]] = {}
+# By the fields left out, each made when first used: a spawned child that only reads its job makes none.
+_WRITES: dict[tuple[str, ...], tuple[Callable[[Any], tuple[Any, ...]], list[tuple[str, Any, Any]]]] = {}
 
 
-def job_fields(job: JobRecord, include_meta: bool = True, include_result: bool = True) -> dict[str, Any]:
-    """The full hash RQ's `Job.save()` writes, field for field."""
-    table = _WRITES.get((include_meta, include_result))
-    if table is None:
-        left_out = (() if include_meta else ('meta',)) + (() if include_result else ('result', 'exc_info'))
-        table = _WRITES[(include_meta, include_result)] = _writes(left_out)
-    get_values, writes = table
+def job_fields(
+    job: JobRecord, include_meta: bool = True, include_result: bool = True, left_out: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The full hash RQ's `Job.save()` writes, field for field; but the fields named in `left_out` (not computed)."""
+    left_out += (() if include_meta else ('meta',)) + (() if include_result else ('result', 'exc_info'))
+    get_values, writes = _WRITES.get(left_out) or _WRITES.setdefault(left_out, _writes(left_out))
     stored: dict[str, Any] = {}
     for (name, write, none), value in zip(writes, get_values(job), strict=True):
         if value is None and none is not WRITE:

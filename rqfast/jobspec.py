@@ -12,7 +12,6 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-from uuid import uuid4
 
 from . import keys
 from .cluster import KeyspaceError, check_connection
@@ -198,7 +197,7 @@ class JobSpec(JobRecord):
     @property
     def id(self) -> str:
         if self._id is None:
-            self._id = str(uuid4())
+            self._id = keys.new_job_id()
         return self._id
 
     @id.setter

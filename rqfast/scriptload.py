@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis import Redis
+from redis import __version__ as redis_version
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import DataError, NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
@@ -105,6 +106,9 @@ class Script:
 
     def _call(self, client: Any, args: Sequence[Any]) -> Any:
         try:
+            pool = _plain_pool(client)
+            if pool is not None:
+                return _send_pooled(pool, ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args))
             return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
         except Exception as exc:
             if not isinstance(exc, NoScriptError):
@@ -191,6 +195,52 @@ def script(name: str) -> Script:
     if found is None:
         found = _scripts[name] = Script(name)
     return found
+
+
+# redis-py's own execute_command, to tell an instrumented one (OpenTelemetry, Sentry, ddtrace wrap it).
+_EXECUTE_COMMAND = Redis.execute_command
+_REDIS_MAJOR = int(redis_version.split('.')[0]) if redis_version.split('.')[0].isdigit() else 0
+
+
+def _plain_pool(client: Any) -> Any:
+    """The connection pool of a plain redis.Redis (no subclass, not a single-connection client, no
+    client-side cache, execute_command not wrapped by instrumentation, redis-py 6 or later, hiredis):
+    its script calls are sent by _send_pooled. None for any other client, which gets execute_command."""
+    if type(client) is not Redis or client.connection is not None or _hiredis_pack is None:
+        return None
+    execute_command = Redis.execute_command
+    if execute_command is not _EXECUTE_COMMAND or hasattr(execute_command, '__wrapped__') or _REDIS_MAJOR < 6:
+        return None  # (wrapped before rqfast was imported: functools.wraps and wrapt set __wrapped__)
+    pool = client.connection_pool
+    return pool if getattr(pool, 'cache', None) is None else None
+
+
+def _send_pooled(pool: Any, command: tuple[Any, ...]) -> Any:
+    """What redis-py's execute_command does for a command without a reply callback (EVALSHA has
+    none), but its observability hooks: a connection from the pool, the command packed by hiredis,
+    sent and its reply read under the connection's Retry (a connection error disconnects, then the
+    Retry decides), the connection back to the pool. About 7 µs less per call than execute_command,
+    which packs each argument again in Python (a fifth of an enqueue's own CPU)."""
+    assert _hiredis_pack is not None  # (_plain_pool checked)
+    try:
+        packed = [_hiredis_pack(command)]
+    except TypeError as exc:  # an argument of no type Redis takes, as redis-py's hiredis packer says it
+        raise DataError(str(exc)) from exc
+    conn = pool.get_connection()
+
+    def send() -> Any:
+        conn.send_packed_command(packed)
+        return conn.read_response()
+
+    try:
+        return conn.retry.call_with_retry(send, lambda error: conn.disconnect())
+    finally:
+        try:
+            if getattr(conn, 'should_reconnect', bool)():  # (redis-py's maintenance notifications)
+                conn.disconnect()
+                conn.connect()
+        finally:
+            pool.release(conn)
 
 
 class DirectLine:

@@ -25,6 +25,11 @@ Value = str | bytes | int | float
 EnqueueMode = Literal['queue', 'requeue', 'batch', 'batch_rq2', 'store', 'schedule', 'limit']
 
 
+# What a record's fields leave out: the status (the script sets it) and but for "schedule" enqueued_at
+_LEFT_OUT = ('status', 'enqueued_at')
+_SCHEDULED_LEFT_OUT = ('status',)
+
+
 @dataclass(slots=True)
 class EnqueueRecord:
     """One job for lua/enqueue_jobs.lua (its header explains each field), rendered by argv().
@@ -59,16 +64,14 @@ class EnqueueRecord:
         """The record storing `job`: its hash fields as RQ's Job.save() writes them. Without
         check_dependencies the record names no dependency, so the job is queued whatever their state
         (RQ's Queue._enqueue_job)."""
-        fields = job_fields(job)
-        fields.pop('status', None)
+        # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
+        fields = job_fields(job, left_out=_SCHEDULED_LEFT_OUT if mode == 'schedule' else _LEFT_OUT)
         if tracing.ENABLED and tracing.TRACE_FIELD not in fields:  # the enqueuer's span, the parent of the job's run
             traceparent = job._rqfast_trace = tracing.current_traceparent()
             if traceparent:
                 fields[tracing.TRACE_FIELD] = traceparent
         if 'priority' in fields:  # first: enqueue_jobs.lua reads a job's priority lane there
             fields = {'priority': fields.pop('priority'), **fields}
-        if mode != 'schedule':  # a scheduled job keeps the enqueued_at it has (a repeat's, a retry's), as in RQ
-            fields.pop('enqueued_at', None)
         return cls(
             job.id,
             mode,
