@@ -95,12 +95,13 @@ def test_a_plain_client_is_no_cluster(redis_conn: Any, cluster: Any) -> None:
         check_connection(cluster)  # ...refused on a cluster
 
 
-def run_bursts(cluster_port: int, kinds: dict[str, str]) -> None:
-    """One burst worker per (kind, queue) of tests/cluster_run.py, all at once; each must exit 0."""
+def run_bursts(cluster_port: int, kinds: dict[str, str], env: dict[str, str] | None = None) -> None:
+    """One burst worker per (kind, queue) of tests/cluster_run.py, all at once; each must exit 0.
+    `env`: the workers' environment (default: single-slot mode under PREFIX)."""
     workers = [
         subprocess.Popen(
             [sys.executable, '-m', 'tests.cluster_run', 'burst', str(cluster_port), kind, queue],
-            env=env_with(PREFIX),
+            env=env or env_with(PREFIX),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

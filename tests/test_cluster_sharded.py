@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cluster_fixture import cluster_client, local_cluster
-from tests.test_cluster import ROOT, keys_by_node, wait_for
+from tests.test_cluster import ROOT, keys_by_node, run_bursts, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,19 +54,7 @@ def test_1000_jobs_by_each_worker_class_run_once_with_a_keyspace_per_queue(
     marks = tmp_path / 'marks'
     run('-m', 'tests.cluster_run', 'enqueue', str(port), '250', ','.join(kinds.values()), str(marks))
     assert [cluster.llen(f'{{rq:{q}}}:queue:{q}') for q in kinds.values()] == [250] * 4
-    workers = [
-        subprocess.Popen(
-            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(port), kind, queue],
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for kind, queue in kinds.items()
-    ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=90)
-        assert worker.returncode == 0, err
+    run_bursts(port, kinds, env())
     recorded: list[int] = []
     for queue in kinds.values():
         tag = f'{{rq:{queue}}}'
@@ -147,19 +135,7 @@ def test_workers_of_three_queues_on_three_masters_run_each_job_once(port: int, c
     marks = tmp_path / 'marks'
     run('-m', 'tests.cluster_run', 'enqueue', str(port), '150', ','.join(names), str(marks), '20000')
     orders = {'simple': 'ma,mb,mc', 'simple10': 'mc,mb,ma', 'worker4': 'mb,mc,ma', 'spawn': 'mc,ma,mb'}
-    workers = [
-        subprocess.Popen(
-            [sys.executable, '-m', 'tests.cluster_run', 'burst', str(port), kind, order],
-            env=env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for kind, order in orders.items()
-    ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=90)
-        assert worker.returncode == 0, err
+    run_bursts(port, orders, env())
     recorded: list[int] = []
     for queue in names:
         tag = f'{{rq:{queue}}}'

@@ -12,7 +12,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,28 @@ def start_worker(port: int, name: str, queue: str, log: Path) -> subprocess.Pope
     command = [sys.executable, '-m', 'rqfast.cli', 'worker', '-u', url, '--name', name, queue]
     # (a file: a pipe nobody reads would fill and block the worker)
     return subprocess.Popen(command, env=env(), stdout=subprocess.DEVNULL, stderr=log.open('w'))
+
+
+@contextmanager
+def workers_of(
+    port: int, name: str, queues: tuple[str, ...], tmp_path: Path, report: Callable[[], object] = lambda: ''
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    """A CLI worker of each queue (`<name>-<queue>`); on a failure the tails of their logs, and
+    `report()`, are printed; any still running at the end is killed."""
+    logs = {q: tmp_path / f'{q}.log' for q in queues}
+    workers = {q: start_worker(port, f'{name}-{q}', q, logs[q]) for q in queues}
+    try:
+        yield workers
+    except BaseException:
+        for q in queues:
+            print(q, logs[q].read_text()[-3000:])  # the workers' side of what went wrong
+        print(report())
+        raise
+    finally:
+        for worker in workers.values():
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
 
 
 def enqueue(port: int, count: int, queue: str, marks: Path, first: int = 0) -> None:
@@ -91,12 +114,10 @@ def test_a_failover_of_one_queues_master_while_workers_of_two_queues_run(tmp_pat
         boot = next(port for port in ports if port != home.port)  # (a node that stays up, to bootstrap through)
         cluster.close()
         cluster = RedisCluster(host='127.0.0.1', port=boot)
-        logs = {q: tmp_path / f'{q}.log' for q in (a, b)}
-        workers = {q: start_worker(boot, f'w-{q}', q, logs[q]) for q in (a, b)}
         marks = {q: tmp_path / f'marks-{q}' for q in (a, b)}
         finished = {q: f'{tag(q)}:finished:{q}' for q in (a, b)}
         failed = f'{tag(a)}:failed:{a}'
-        try:
+        with workers_of(boot, 'w', (a, b), tmp_path, lambda: state(boot, a)) as workers:
             for q in (a, b):
                 wait_for(lambda q=q: cluster.exists(f'{tag(q)}:worker:w-{q}'), f'the worker of {q} to register')
             enqueue(boot, 300, a, marks[a])
@@ -115,16 +136,6 @@ def test_a_failover_of_one_queues_master_while_workers_of_two_queues_run(tmp_pat
             wait_for(lambda: ended() == 305, 'jobs enqueued after the failover to run', 30)
             for q in (a, b):
                 stop(workers[q])
-        except BaseException:
-            for q in (a, b):
-                print(q, logs[q].read_text()[-3000:])  # the workers' side of what went wrong
-            print(state(boot, a))
-            raise
-        finally:
-            for worker in workers.values():
-                if worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
         assert cluster.zcard(f'{tag(b)}:failed:{b}') == 0
         # A job that makes a Redis call of its own in the seconds the master is gone fails with the
         # ConnectionError, visibly: the only jobs that may fail are those (one in 50)
@@ -160,10 +171,8 @@ def test_one_queues_slot_moves_to_another_master_while_its_worker_runs(
     home = cluster.get_node_from_key(f'{tag(a)}:queues')
     b_home = cluster.get_node_from_key(f'{tag(b)}:queues')
     target = next(node for node in cluster.get_primaries() if node.name not in (home.name, b_home.name))
-    logs = {q: tmp_path / f'{q}.log' for q in (a, b)}
-    workers = {q: start_worker(port, f'm-{q}', q, logs[q]) for q in (a, b)}
     marks = {q: tmp_path / f'marks-{q}' for q in (a, b)}
-    try:
+    with workers_of(port, 'm', (a, b), tmp_path) as workers:
         for q in (a, b):
             wait_for(lambda q=q: cluster.exists(f'{tag(q)}:worker:m-{q}'), f'the worker of {q} to register')
         enqueue(port, 300, a, marks[a])
@@ -176,15 +185,6 @@ def test_one_queues_slot_moves_to_another_master_while_its_worker_runs(
         wait_for(lambda: zcard(cluster, f'{tag(a)}:finished:{a}') == 305, 'the moved worker to run later jobs', 30)
         for q in (a, b):
             stop(workers[q])
-    except BaseException:
-        for q in (a, b):
-            print(q, logs[q].read_text()[-3000:])
-        raise
-    finally:
-        for worker in workers.values():
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
     for q, first in ((a, 0), (b, 1000)):
         assert cluster.zcard(f'{tag(q)}:failed:{q}') + cluster.zcard(f'{tag(q)}:wip:{q}') == 0
         recorded = {int(k) for k, v in cluster.hgetall(f'{tag(q)}:test:ran').items() if v == b'1'}
