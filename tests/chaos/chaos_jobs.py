@@ -15,14 +15,15 @@ from typing import Any
 
 
 def _job_id() -> str:
+    """The running job's id: rqfast's current job, else RQ_JOB_ID (a horse or spawned child sets it). The
+    current job first: a test process that ran a horse's code in process keeps a stale RQ_JOB_ID."""
+    loaded = sys.modules.get('rqfast')
+    job = loaded.get_current_job() if loaded is not None else None
+    if job is not None:
+        return str(job.id)
     job_id = os.environ.get('RQ_JOB_ID')
-    if job_id:
-        return job_id
-    from rqfast import get_current_job
-
-    job = get_current_job()
-    assert job is not None
-    return str(job.id)
+    assert job_id, 'no current job'
+    return job_id
 
 
 def _write(directory: str, line: str) -> None:
