@@ -15,7 +15,7 @@ constants (PREFIX, QUEUES, ...) are then computed at each read (__getattr__ belo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 
@@ -72,6 +72,22 @@ def settle(queue: str) -> None:
     if SHARDED and queue:
         _process[0] = keyspace(queue)
         os.environ[KEYSPACE_QUEUE_ENV] = queue
+
+
+def spans(queues: Sequence[str]) -> bool:
+    """Whether these queues are in more than one keyspace (sharded by queue, more than one queue)."""
+    return SHARDED and len(set(queues)) > 1
+
+
+def by_keyspace(queues: Sequence[str]) -> Iterator[list[str]]:
+    """The queues by keyspace, for one call each: all at once when they share one; else each alone,
+    the loop's body within its keyspace (within())."""
+    if not spans(queues):
+        yield list(queues)
+        return
+    for queue in dict.fromkeys(queues):
+        with within(queue):
+            yield [queue]
 
 
 PREFIX = BASE

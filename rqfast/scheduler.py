@@ -194,11 +194,10 @@ class RQScheduler:
         """schedule_jobs.lua for `queues`: per queue, (lock state: 1 acquired, 2 held, 0 not ours; moved).
         Sharded by queue, one call per queue's keyspace."""
         names = sorted(queues)
-        if keys.SHARDED and len(names) > 1:
+        if keys.spans(names):
             states, due = {}, []
-            for name in names:
-                with keys.within(name):
-                    states.update(self._call([name], acquire, move, release, fields))
+            for group in keys.by_keyspace(names):
+                states.update(self._call(group, acquire, move, release, fields))
                 due += [] if self._next_due is None else [self._next_due]
             self._next_due = min(due, default=None)
             return states

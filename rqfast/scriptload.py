@@ -23,9 +23,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from . import keys
 
 _hiredis_pack: Callable[..., bytes] | None
-try:  # an optional dependency: hiredis packs commands when installed (DirectLine)
+try:  # an optional dependency: hiredis packs commands when installed (DirectLine, packed(), _send_pooled)
     from hiredis import pack_command as _hiredis_pack
-except ImportError:  # redis-py's own packing then
+except ImportError:  # redis-py's own packing then, and nothing packed ahead
     _hiredis_pack = None
 
 if TYPE_CHECKING:
@@ -311,18 +311,11 @@ class Packed(NamedTuple):
     length: int  # how many arguments
 
 
-_pack_command: Callable[..., bytes] | None
-try:
-    from hiredis import pack_command as _pack_command
-except ImportError:  # (redis-py's packing then, and nothing packed ahead)
-    _pack_command = None
-
-
 def packed(args: Sequence[Any]) -> Packed | None:
     """`args` packed as execute_command packs them (hiredis), or None without hiredis."""
-    if _pack_command is None or not args:
+    if _hiredis_pack is None or not args:
         return None
-    data: bytes = _pack_command(tuple(args))
+    data: bytes = _hiredis_pack(tuple(args))
     return Packed(data[data.index(b'\r\n') + 2 :], len(args))  # (without its "*<count>" header)
 
 

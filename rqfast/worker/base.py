@@ -221,11 +221,11 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     def register_birth(self) -> None:
         about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}
         about.update(version=self.version, python_version=self.python_version)
-        for names in keyspaces.each(self.queue_names()):  # (sharded by queue: in each queue's keyspace)
+        for names in keys.by_keyspace(self.queue_names()):  # (sharded by queue: in each queue's keyspace)
             self._hash.birth(self.worker_ttl + 60, names, about)
 
     def register_death(self) -> None:
-        for names in keyspaces.each(self.queue_names()):
+        for names in keys.by_keyspace(self.queue_names()):
             self._hash.death(names)
 
     def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> bool:

@@ -20,7 +20,6 @@ Otherwise (one queue, or not sharded) every function here is the engine's one ca
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,22 +38,6 @@ class Beating(Protocol):
     ) -> bool: ...
 
 
-def spans(queues: Sequence[str]) -> bool:
-    """Whether these queues are in more than one keyspace."""
-    return keys.SHARDED and len(set(queues)) > 1
-
-
-def each(queues: Sequence[str]) -> Iterator[list[str]]:
-    """The queues by keyspace: all at once when they share one; else each alone, the loop's body within
-    its keyspace (keys.within)."""
-    if not spans(queues):
-        yield list(queues)
-        return
-    for queue in dict.fromkeys(queues):
-        with keys.within(queue):
-            yield [queue]
-
-
 def claim_job(
     connection: Redis,
     worker: engine.WorkerRef,
@@ -63,7 +46,7 @@ def claim_job(
     execution_id: str = '',
 ) -> engine.Claim:
     """engine.claim_job, in each keyspace in turn (the one a blocking wait moved a job in first)."""
-    if not spans(worker.queues):
+    if not keys.spans(worker.queues):
         return engine.claim_job(connection, worker, moved, moment=moment, execution_id=execution_id)
     order = list(worker.queues)
     if moved is not None:
@@ -113,7 +96,7 @@ def finish_job(
 ) -> engine.Claim:
     """engine.finish_job; over several keyspaces, the queues before the job's are asked first, then the
     job's own (in the finishing call), then those after it (the module's docstring)."""
-    if worker is None or not spans(worker.queues):
+    if worker is None or not keys.spans(worker.queues):
         return engine.finish_job(
             connection, job_id, queue, execution_id, plan, working_time, worker, claim_next, moment, next_execution
         )
@@ -163,7 +146,7 @@ def finish_jobs(
     outcome to record or a claim left to make (each claims what the ones before it did not).
     `still_queue`: the queue of the job `still_running` names, whose keyspace alone is told of it
     (the others' worker hash names no job of another keyspace)."""
-    if not spans(worker.queues):
+    if not keys.spans(worker.queues):
         return engine.finish_jobs(connection, worker, ended, claim_count, still_running, moment)
     moment = moment or dates.now()
     by_queue: dict[str, list[int]] = {}
@@ -202,10 +185,10 @@ def beat(
     grace: int,
 ) -> bool:
     """WorkerHash.beat in each keyspace, with the jobs in flight there; True when any is suspended."""
-    if not spans(queues):
+    if not keys.spans(queues):
         return worker_hash.beat(in_flight, started, worker_ttl, monitoring, grace)
     suspended = False
-    for names in each(queues):
+    for names in keys.by_keyspace(queues):
         mine = [claim for claim in in_flight if claim.queue in names]
         suspended = worker_hash.beat(mine, started if mine else None, worker_ttl, monitoring, grace) or suspended
     return suspended
@@ -214,6 +197,6 @@ def beat(
 def is_suspended(connection: Any, queues: list[str]) -> bool:
     """Whether <prefix>suspended is set in any of these queues' keyspaces."""
     suspended = False
-    for _ in each(queues):
+    for _ in keys.by_keyspace(queues):
         suspended = bool(connection.exists(keys.SUSPENDED)) or suspended
     return suspended

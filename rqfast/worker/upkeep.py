@@ -16,12 +16,12 @@ from typing import Any
 
 from redis import Redis
 
+from .. import keys
 from ..dates import now
 from ..defaults import RECOVERY_INTERVAL
 from ..group import clean_groups_once
 from ..maintenance import clean_registries, pass_group_lock_ttl, recover_abandoned
 from ..scheduler import RQScheduler
-from . import keyspaces
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -122,7 +122,7 @@ class Duties:
     def recover(self, queue_names: list[str], **options: Any) -> None:
         """The cheap pass between two maintenance passes: only the abandoned jobs of these queues
         (one script call, no lock: each is recorded fenced on its started-registry entry, so once)."""
-        for names in keyspaces.each(queue_names):  # (sharded by queue: one call per queue's keyspace)
+        for names in keys.by_keyspace(queue_names):  # (sharded by queue: one call per queue's keyspace)
             recover_abandoned(self.connection, names, **options)
 
     def should_run(self, maintenance_interval: int) -> bool:
@@ -134,7 +134,7 @@ class Duties:
     def clean(self, queue_names: list[str], maintenance_interval: int, **options: Any) -> None:
         """Abandoned jobs, expired entries, stranded ids, dead workers (these queues) and groups: one call."""
         group_lock_ttl = pass_group_lock_ttl(maintenance_interval)
-        for names in keyspaces.each(queue_names):
+        for names in keys.by_keyspace(queue_names):
             clean_registries(self.connection, names, group_lock_ttl=group_lock_ttl, **options)
         self.last_cleaned_at = now()
 

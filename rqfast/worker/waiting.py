@@ -27,7 +27,6 @@ from ..backoff import Backoff
 from ..cluster import node_client
 from ..connections import has_sockets
 from ..text import as_text
-from . import keyspaces
 
 # Redis out of reach for a while, as the worker sees it: a lost connection or a timeout, or a Redis Cluster
 # failing over (CLUSTERDOWN: every node refuses every command until a replica has taken over, so nothing
@@ -134,7 +133,7 @@ class Waiter:
     def wait(self, timeout: int) -> tuple[str, str] | None:
         """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
         paused: set[str] = set()
-        for _ in keyspaces.each(self.queues):  # (sharded by queue: each queue's keyspace says)
+        for _ in keys.by_keyspace(self.queues):  # (sharded by queue: each queue's keyspace says)
             paused |= suspension.paused_queues(self.connection)
         active = [i for i, queue in enumerate(self.queues) if queue not in paused]
         if not active:
@@ -190,6 +189,6 @@ class Waiter:
             return None
         moved.sort(key=lambda pair: self.queues.index(pair[0]))
         back = moved[1:]
-        for names in keyspaces.each([queue for queue, _ in back]) if back else ():
+        for names in keys.by_keyspace([queue for queue, _ in back]) if back else ():
             workerscripts.return_jobs(self.connection, [pair for pair in back if pair[0] in names])
         return moved[0]
