@@ -29,9 +29,8 @@ from rqfast import keys
 from tests.rq3 import probe_jobs
 
 
-def key_names() -> dict[str, list[str]]:
-    """Each name as rq 3.0 builds it and as rqfast builds it."""
-    conn = redis.Redis()  # never used to talk to a server
+def key_names(conn: redis.Redis) -> dict[str, list[str]]:
+    """Each name as rq 3.0 builds it and as rqfast builds it (rq's worker names its connection: CLIENT SETNAME)."""
     job = rq.job.Job('j1', connection=conn)
     worker = rq.worker.SimpleWorker(['q'], name='w1', connection=conn)
     execution = rq.executions.Execution('x1', 'j1', connection=conn, worker_name='w1')
@@ -95,7 +94,7 @@ def run_chain(producer: str, worker: str, conn: redis.Redis, url: str) -> dict[s
 def main(url: str) -> None:
     conn = redis.Redis.from_url(url)
     runs = {f'{p}->{w}': run_chain(p, w, conn, url) for p, w in (('rq', 'rq'), ('rq', 'rqfast'), ('rqfast', 'rq'))}
-    print(json.dumps({'prefix': keys.PREFIX, 'keys': key_names(), 'runs': runs}))
+    print(json.dumps({'prefix': keys.PREFIX, 'keys': key_names(conn), 'runs': runs}))
 
 
 if __name__ == '__main__':
