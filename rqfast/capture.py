@@ -23,6 +23,10 @@ _buffer: contextvars.ContextVar[Buffer | None] = contextvars.ContextVar('rqfast_
 _lock = threading.Lock()
 _open = 0  # captures open in this process (the proxies are in place while it is above 0)
 _passing = threading.RLock()  # a write or flush passed on to a real stream (see _Proxy)
+# Every proxy ever put in place, kept for the process's life: print() holds a borrowed reference to
+# sys.stdout while it writes (python/cpython#130163), so a thread printing as another swaps the streams
+# back must not see its proxy freed under it (seen here as a segfault at concurrency > 1).
+_made: list[_Proxy] = []
 
 
 class Buffer:
@@ -80,11 +84,20 @@ class _Proxy:
         return getattr(self._stream, name)
 
 
+def _proxy(stream: TextIO | None) -> _Proxy:
+    """The proxy of `stream`: one per stream, made once and never freed (see _made)."""
+    for proxy in _made:
+        if proxy._stream is stream:
+            return proxy
+    _made.append(_Proxy(stream))
+    return _made[-1]
+
+
 def _install() -> None:
     global _open
     with _lock:
         if _open == 0:
-            sys.stdout, sys.stderr = _Proxy(sys.stdout), _Proxy(sys.stderr)
+            sys.stdout, sys.stderr = _proxy(sys.stdout), _proxy(sys.stderr)
         _open += 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from typing import Any
@@ -147,3 +148,46 @@ def test_a_process_without_stdout_still_captures(monkeypatch: pytest.MonkeyPatch
     with captured_output() as output:
         print('kept')
     assert output.text() == 'kept\n' and sys.stdout is None
+
+
+_PRINT_WHILE_SWAPPING = """
+import sys, threading
+from rqfast.capture import captured_output
+stop = False
+def printer():
+    while not stop:
+        print('plain', file=None)  # (print's own lookup of sys.stdout)
+def capturer():
+    for _ in range(10000):
+        with captured_output():
+            print('captured')
+threads = [threading.Thread(target=printer) for _ in range(3)]
+for thread in threads:
+    thread.start()
+swappers = [threading.Thread(target=capturer) for _ in range(2)]
+for thread in swappers:
+    thread.start()
+for thread in swappers:
+    thread.join()
+stop = True
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_printing_while_captures_open_and_close_does_not_crash() -> None:
+    """print() holds a borrowed reference to sys.stdout (python/cpython#130163): a thread printing plainly
+    while the last capture closes must not find its proxy freed (a segfault at concurrency > 1)."""
+    out = subprocess.run(
+        [sys.executable, '-c', _PRINT_WHILE_SWAPPING], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count('plain') > 100  # (the printers ran while the captures came and went)
+
+
+def test_a_stream_keeps_one_proxy() -> None:
+    with captured_output():
+        first = sys.stdout
+    with captured_output():
+        assert sys.stdout is first
+    assert sys.stdout is not first
