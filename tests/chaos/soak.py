@@ -107,6 +107,13 @@ class Fleet:
     def alive(self) -> list[Tracked]:
         return [w for w in self.workers if not w.killed and not w.stopped]
 
+    def wait_registered(self, conn: redis.Redis, timeout: float = 60) -> None:
+        """Until every live worker has registered (its constructor talks to Redis, as RQ's does: a worker
+        started while the server is down exits 1, which a fault that must hit running workers avoids)."""
+        for tracked in self.alive():
+            name = tracked.process.name
+            fleet.wait_until(lambda key=tracked.process.key: conn.exists(key), timeout, f'worker {name} registered')
+
     def check_exits(self) -> None:
         """A worker that exited without being killed or told to stop."""
         for tracked in self.alive():

@@ -127,6 +127,7 @@ def test_redis_server_killed_and_restarted(server: fleet.KillableRedis, tmp_path
     try:
         for worker_class in soak.CLASSES * 2:
             crew.start(worker_class)
+        crew.wait_registered(conn)  # (the outages must hit running workers, not their start)
         for restart in range(soak.scale(5, 15)):
             time.sleep(rng.uniform(2, 4))
             crew.check_exits()
