@@ -148,12 +148,16 @@ def test_two_rqfast_cron_schedulers_never_duplicate_a_run(redis_conn: redis.Redi
 
 def test_rqfast_takes_over_when_rq_stops(redis_conn: redis.Redis, redis_url: str) -> None:
     """A rolling switch: rq's scheduler runs, rqfast's joins and follows it, rq's stops, rqfast's goes on
-    from where rq's left off (no gap, no run twice)."""
+    from where rq's left off (no gap; rqfast runs no run twice)."""
     fleet: Fleet = (('rq', 'rq', 0.0, 8.0), ('rqfast', 'a', 1.3, None))
     began, ended = run_fleet(redis_conn, redis_url, fleet, seconds=15)
     found = runs(redis_conn)
     assert set(found) == set(SCHEDULES)
-    assert early_runs(found) == dict.fromkeys(SCHEDULES, [])  # neither rq nor rqfast ran a run twice
+    early = [e for entries in early_runs(found).values() for e in entries]
+    assert [e for e in early if e['owner'] != 'rq'] == []  # rqfast never enqueued a run another had enqueued
+    # rq's scheduler checks nothing: under load it can enqueue a run rqfast enqueued a moment before, once
+    # its own loop runs late past rqfast's grace (as in the side-by-side test below)
+    assert len(early) <= sum(len(v) for v in found.values()) // 8, early
     assert_on_schedule(found, began, ended)
     for description, entries in found.items():
         owners = [e['owner'] for e in entries if e['score'] > began + 9]
