@@ -76,6 +76,14 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def wait_registered(self, conn: redis.Redis, timeout: float = 10.0) -> None:
+        """Until the worker has registered (its hash has a state)."""
+        wait_until(
+            lambda: conn.hget(self.key, 'state') in (b'idle', b'busy', b'suspended'),
+            timeout,
+            f'worker {self.name} to start; log:\n{self.log()}',
+        )
+
     def wait(self, timeout: float = 10.0) -> int:
         try:
             return self.proc.wait(timeout)

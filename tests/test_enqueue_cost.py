@@ -20,12 +20,20 @@ from rqfast import Queue, defaults, keys, scriptload
 J = 'tests.jobs'
 
 
-def test_a_plain_client_sends_script_calls_on_its_pool(redis_conn: redis.Redis) -> None:
+def test_a_plain_client_sends_script_calls_on_its_pool(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     queue = Queue('pooled', connection=redis_conn)
     assert scriptload._plain_pool(redis_conn) is redis_conn.connection_pool
+    sent: list[Any] = []
+    send_pooled = scriptload._send_pooled
+    monkeypatch.setattr(
+        scriptload, '_send_pooled', lambda pool, command: sent.append(command[0]) or send_pooled(pool, command)
+    )
 
     jobs = [queue.enqueue(f'{J}.noop') for _ in range(3)]
 
+    assert sent == ['EVALSHA'] * 3
     assert queue.job_ids == [job.id for job in jobs]
     assert redis_conn.hget(jobs[0].key, 'status') == b'queued'
     assert not redis_conn.connection_pool._in_use_connections  # type: ignore[attr-defined]

@@ -42,10 +42,7 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[Callable[..., Worke
         started.append(worker)
         if wait_registered:
             conn = redis.Redis.from_url(url or redis_url)
-            wait_until(
-                lambda: conn.hget(worker.key, 'state') in (b'idle', b'busy', b'suspended'),
-                what=f'worker {worker.name} to start; log:\n{worker.log()}',
-            )
+            worker.wait_registered(conn)
             conn.close()
         return worker
 

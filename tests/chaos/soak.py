@@ -111,8 +111,7 @@ class Fleet:
         """Until every live worker has registered (its constructor talks to Redis, as RQ's does: a worker
         started while the server is down exits 1, which a fault that must hit running workers avoids)."""
         for tracked in self.alive():
-            name = tracked.process.name
-            fleet.wait_until(lambda key=tracked.process.key: conn.exists(key), timeout, f'worker {name} registered')
+            tracked.process.wait_registered(conn, timeout)
 
     def check_exits(self) -> None:
         """A worker that exited without being killed or told to stop."""
