@@ -283,6 +283,8 @@ def test_a_worker_with_concurrency_claims_the_lanes_first_too(connection: redis.
 
     SimpleWorker(['q'], connection=connection, concurrency=4).work(burst=True, logging_level='WARNING')
 
-    started = {one.id: one.started_at for one in run_order(connection, backlog + urgent)}
-    assert len(started) == 48
-    assert max(started[one.id] for one in urgent) <= min(started[one.id] for one in backlog)  # type: ignore[type-var]
+    order = [one.id for one in run_order(connection, backlog + urgent)]
+    assert len(order) == 48
+    # The lanes are claimed first; a job's started_at is when its thread began it, so the last urgent jobs
+    # and backlog jobs claimed in the same call (4 slots, 1 held ahead) may start in either order.
+    assert {one.id for one in urgent} <= set(order[: len(urgent) + 4])
