@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from . import keys, tracing
+from .as_rq import logger_name
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, run_job
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 
 def _logger() -> logging.Logger:
-    return logging.getLogger('rqfast.worker')
+    return logging.getLogger(logger_name('worker'))
 
 
 _BUILD_LOCK = threading.Lock()

@@ -51,6 +51,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             'pipes',
             'tracing',
             'capture',
+            'as_rq',
+            'rq_interop',
         ],
     ),
     (

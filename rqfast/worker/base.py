@@ -34,6 +34,7 @@ import redis
 from redis import Redis
 
 from .. import cluster, engine, keys, scripts
+from ..as_rq import logger_name
 from ..connections import has_sockets
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
@@ -78,7 +79,7 @@ from .stepwise import Stepwise
 from .upkeep import Duties, heartbeat_interval
 from .waiting import Waiter, log_dropped
 
-logger = logging.getLogger('rqfast.worker')
+logger = logging.getLogger(logger_name('worker'))
 
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
@@ -146,7 +147,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         self._exc_handlers: list[Callable[..., Any]] = []
         for handler in handler_list(exception_handlers):
             self.push_exc_handler(handler)
-        self.log = logger
+        self.log = logging.getLogger(logger_name('worker'))  # rq.worker while rqfast serves `rq`
         self.pid = os.getpid()
         self.hostname = socket.gethostname()
         self.ip_address = records.client_address(connection, self.name) if prepare_for_work else 'unknown'
@@ -258,11 +259,12 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         date_format: str = '%H:%M:%S',
         log_format: str = '%(asctime)s %(message)s',
     ) -> None:
-        if logging_level and not logging.getLogger('rqfast').handlers:
+        root = logging.getLogger(logger_name())
+        if logging_level and not root.handlers:
             handler = logging.StreamHandler()
             handler.setFormatter(logging.Formatter(log_format, date_format))
-            logging.getLogger('rqfast').addHandler(handler)
-            logging.getLogger('rqfast').setLevel(logging_level)
+            root.addHandler(handler)
+            root.setLevel(logging_level)
         self.register_birth()
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
