@@ -26,7 +26,7 @@ from . import keys, tracing
 from .as_rq import logger_name
 from .dates import now
 from .exceptions import ShutDownImminentException
-from .execution import ExceptionHandler, fail_job, run_job
+from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
@@ -171,12 +171,14 @@ def _function_of(job: Any) -> tuple[str, str]:
 
 
 def preload(module: str) -> None:
-    """Import the module the previous job needed, before this horse knows its job; failures are the job's."""
-    if module:
-        try:
-            importlib.import_module(module)
-        except BaseException:
-            pass
+    """Import the modules (comma-separated) named for this horse before it knows its job: the previous job's,
+    a spawn worker's own class (SpawnWorker._preload); failures are the job's."""
+    for name in module.split(','):
+        if name:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
 
 
 def become_horse(worker_name: str) -> None:
@@ -315,6 +317,7 @@ def serve_one_job(
         record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
     if tracing.active():  # the horse ends with os._exit: its job's span is exported now
         tracing.flush()
+    flush_run_observers()  # and what the run observers hold (rqfast.contrib.sentry's events)
 
 
 def _vetted_job(

@@ -7,7 +7,9 @@ WORKER_CLASS set, a tool written for rq reading rqfast's jobs).
   it is already loaded, else when it is (a finder on sys.meta_path watches for those two names only,
   and leaves once both are adopted).
 - job code's `rq.get_current_job()` returns the job an rqfast worker runs: rq's own current-job
-  variable is set beside rqfast's while the job's function runs, when rq is loaded by then.
+  variable is set beside rqfast's while the job's function runs, when rq is loaded by then (a job module
+  that imports rq at its top is: rqfast imports the function before the call).
+- rq's `Job` objects stand for their ids where rqfast takes a job (queues, registries, equality).
 
 While rqfast serves `import rq` (rqfast.as_rq) there is nothing to do: rq's names are rqfast's.
 """
@@ -18,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
@@ -50,8 +53,16 @@ def adopt_rq_bases(ours: ModuleType) -> None:
     theirs = _real_rq_module(theirs_name)
     if theirs is not None:
         _rebase(ours, theirs)
-    elif not _serving_as_rq():
+    elif not _serving_as_rq() and _rq_installed():
         _WATCHER.watch(theirs_name, ours)
+
+
+def _rq_installed() -> bool:
+    """Whether `import rq` would find rq's own package on sys.path (no import: a directory lookup)."""
+    try:
+        return PathFinder.find_spec('rq') is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _serving_as_rq() -> bool:
@@ -154,3 +165,20 @@ def enter_rq_job(job: object) -> Callable[[], object] | None:
         stack.push(job)
         return stack.pop  # type: ignore[no-any-return]
     return None
+
+
+# --- rq's Job objects
+
+
+def is_rq_job(obj: object) -> bool:
+    """Whether `obj` is a Job of rq's own package (or of a subclass of it): not rqfast's."""
+    return any(cls.__name__ == 'Job' and cls.__module__ == 'rq.job' for cls in type(obj).__mro__)
+
+
+def job_id_of(job: Any) -> Any:
+    """A job's id, for rqfast's Job and rq's alike; anything else (an id) as it is."""
+    return job.id if is_rq_job(job) or _is_rqfast_job(job) else job
+
+
+def _is_rqfast_job(obj: object) -> bool:
+    return any(cls.__name__ == 'JobSpec' and cls.__module__ == 'rqfast.jobspec' for cls in type(obj).__mro__)

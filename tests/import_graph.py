@@ -78,7 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
     ('runners', ['maintenance', 'sync', 'orphaned', 'horse']),
     ('registry', ['registry', 'executions', 'scheduler']),
-    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators']),
+    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators', 'contrib.sentry']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
@@ -293,13 +293,18 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def layer_of(module: str) -> int:
-    """The index in LAYERS of a module; KeyError for a module the table does not place."""
+    """The index in LAYERS of a module (the longest entry naming it: 'contrib.sentry' before 'contrib');
+    KeyError for a module the table does not place."""
     relative = module[len(PACKAGE) + 1 :] if module != PACKAGE else PACKAGE
-    for index, (_, names) in enumerate(LAYERS):
-        for entry in names:
-            if relative == entry or relative.startswith(entry + '.'):
-                return index
-    raise KeyError(module)
+    matches = [
+        (len(entry), index)
+        for index, (_, names) in enumerate(LAYERS)
+        for entry in names
+        if relative == entry or relative.startswith(entry + '.')
+    ]
+    if not matches:
+        raise KeyError(module)
+    return max(matches)[1]
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:

@@ -10,6 +10,7 @@ from ..version import VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
+from .doctor import doctor
 from .enqueue import enqueue
 from .errors import CliError
 from .event_stream import events
@@ -53,7 +54,8 @@ for command in (
     worker_alive,
     events,
     rate_limits,
+    doctor,
 ):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'events', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']
+__all__ = ['cron', 'doctor', 'enqueue', 'events', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']

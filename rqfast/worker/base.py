@@ -265,7 +265,11 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
             handler.setFormatter(logging.Formatter(log_format, date_format))
             root.addHandler(handler)
             root.setLevel(logging_level)
-        self.register_birth()
+        self._hash.birth_state = WorkerStatus.STARTED  # RQ's bootstrap: birth, then state=started (one call here)
+        try:
+            self.register_birth()
+        finally:
+            self._hash.birth_state = None
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
         every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)

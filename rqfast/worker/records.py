@@ -76,16 +76,19 @@ def client_address(connection: Redis, name: str) -> str:
 
 
 def write_birth(
-    connection: Redis, name: str, ttl: int, moment: datetime, queues: list[str], about: dict[str, Any]
+    connection: Redis,
+    name: str,
+    ttl: int,
+    moment: datetime,
+    queues: list[str],
+    about: dict[str, Any],
+    state: WorkerStatus | None = None,
 ) -> None:
-    """Create the hash (birth, queues, state and `about`: pid, hostname...); ValueError if the name is taken."""
-    fields = {
-        'birth': utcformat(moment),
-        'last_heartbeat': utcformat(moment),
-        'queues': ','.join(queues),
-        **about,
-        'state': WorkerStatus.STARTED.value,
-    }
+    """Create the hash (birth, queues and `about`: pid, hostname...; `state` when given: RQ writes none at
+    birth, its loop sets `started` next); ValueError if the name is taken."""
+    fields = {'birth': utcformat(moment), 'last_heartbeat': utcformat(moment), 'queues': ','.join(queues), **about}
+    if state is not None:
+        fields['state'] = state.value
     if not workerscripts.register_worker(connection, name, 'birth', ttl, utcformat(moment), queues, fields):
         raise ValueError(f'There exists an active worker named {name!r} already')
 
@@ -196,10 +199,12 @@ class WorkerHash:
         self.log = log
         self.birth_date: datetime | None = None
         self.last_heartbeat: datetime | None = None
+        self.birth_state: WorkerStatus | None = None  # the state a birth writes (register_birth by hand: none)
 
     def birth(self, ttl: int, queues: list[str], about: dict[str, Any]) -> None:
+        """`birth_state`, set by the loop's bootstrap, goes with the birth (RQ's next HSET, saved)."""
         self.birth_date = self.last_heartbeat = now()
-        write_birth(self.connection, self.name, ttl, self.birth_date, queues, about)
+        write_birth(self.connection, self.name, ttl, self.birth_date, queues, about, self.birth_state)
 
     def death(self, queues: list[str]) -> None:
         write_death(self.connection, self.name, now(), queues)

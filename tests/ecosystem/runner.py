@@ -74,8 +74,10 @@ def ensure_venv(suite: Suite) -> Path:
         log(f'creating {folder}')
         subprocess.run([sys.executable, '-m', 'venv', str(folder)], check=True)
     pip = [str(python), '-m', 'pip', 'install', '--disable-pip-version-check', '-q']
-    subprocess.run([*pip, *suite.requirements], check=True)
-    subprocess.run([*pip, '--no-deps', '-e', str(ROOT)], check=True)
+    for command in ([*pip, *suite.requirements], [*pip, '--no-deps', '-e', str(ROOT)]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f'{" ".join(command)} failed:\n{done.stdout}{done.stderr}')
     stamp.write_text(json.dumps({'digest': digest, **wanted}, indent=1))
     return python
 
@@ -196,19 +198,26 @@ def run_mode(suite: Suite, mode: str, python: Path, folder: Path, port: int, ext
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
     except subprocess.TimeoutExpired:
         tail = [f'killed after {RUN_LIMIT} s']
-    outcomes = read_report(report)
+    serving, outcomes = read_report(report)
+    wanted = 'rqfast' if mode == 'as-rq' else 'rq'
+    if suite.source is not None and serving != wanted:
+        raise SystemExit(f'{suite.name} [{mode}]: `import rq` gave {serving or "nothing"} in the run, not {wanted}')
     counts = {kind: sum(o.kind == kind for o in outcomes.values()) for kind in ('passed', 'failed', 'skipped', 'error')}
     log(f'    {counts} in {time.monotonic() - started:.0f} s; pytest said: {" / ".join(tail)}')
     return outcomes
 
 
-def read_report(path: Path) -> dict[str, Outcome]:
-    outcomes: dict[str, Outcome] = {}
+def read_report(path: Path) -> tuple[str, dict[str, Outcome]]:
+    """Who served `import rq` in the run, and each test's outcome."""
+    serving, outcomes = '', {}
     if path.exists():
         for line in path.read_text().splitlines():
             entry = json.loads(line)
-            outcomes[entry['nodeid']] = Outcome(entry['outcome'], entry['message'])
-    return outcomes
+            if 'serving' in entry:
+                serving = entry['serving']
+            else:
+                outcomes[entry['nodeid']] = Outcome(entry['outcome'], entry['message'])
+    return serving, outcomes
 
 
 def run_suite(suite: Suite, modes: list[str], extra: list[str]) -> dict[str, dict[str, Outcome]]:

@@ -1,7 +1,9 @@
 """A pytest plugin (`-p ecosystem_report`) that appends each test's outcome to RQFAST_ECOSYSTEM_REPORT as it
 ends, one JSON line `{"nodeid", "outcome", "message"}`: a run killed half-way keeps what it had.
 
-outcome: passed, failed (any phase), skipped, or error (a collection error: nodeid is the module).
+outcome: passed, failed (any phase), skipped, or error (a collection error: nodeid is the module). The first
+line says who serves `import rq` in the run: {"serving": "rqfast"} or {"serving": "rq"} (the runner checks it
+against the mode).
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ def _message(report: Any) -> str:
     if isinstance(report.longrepr, tuple):  # a skip: (file, line, reason)
         return str(report.longrepr[2])
     return str(report.longrepr or '').strip().splitlines()[-1:][0] if report.longrepr else ''
+
+
+def pytest_sessionstart(session: Any) -> None:
+    path = os.environ.get('RQFAST_ECOSYSTEM_REPORT')
+    if path:
+        import rq
+
+        with open(path, 'a') as out:
+            out.write(json.dumps({'serving': 'rqfast' if getattr(rq, '__rqfast_as_rq__', False) else 'rq'}) + '\n')
 
 
 def pytest_runtest_logreport(report: Any) -> None:
