@@ -68,7 +68,8 @@ def test_a_tool_catching_rqs_exceptions_catches_rqfasts(rq_first: bool, clean_re
         as_rq=False,
         env={'REDIS_URL': clean_redis},
     )
-    assert seen == ['NoSuchJobError', 'InvalidJobOperation', 'JobTimeoutException', ['ShutDownImminentException', {'frame': 1}]]
+    shutdown = ['ShutDownImminentException', {'frame': 1}]
+    assert seen == ['NoSuchJobError', 'InvalidJobOperation', 'JobTimeoutException', shutdown]
 
 
 @pytest.mark.parametrize('worker_class', WORKER_CLASSES)

@@ -23,4 +23,3 @@ def test_sentrys_rq_integration_reports_each_job(
     worker_class: str, concurrency: int, clean_redis: str, tmp_path: Path
 ) -> None:
     sentry_checks.check(sentry_checks.run('switch', worker_class, concurrency, clean_redis, tmp_path))
-

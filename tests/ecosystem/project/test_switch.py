@@ -91,8 +91,9 @@ def test_install_as_rq_refuses_after_rq_and_changes_nothing() -> None:
         except rqfast.as_rq.AsRqRefused as exc:
             refused = str(exc)
         import rq
-        print(json.dumps({'refused': refused, 'unchanged': before == (list(sys.meta_path), 'RQFAST_AS_RQ' in os.environ),
-                          'rq': rq.__file__, 'on': rqfast.as_rq.serving_as_rq()}))
+        after = (list(sys.meta_path), 'RQFAST_AS_RQ' in os.environ)
+        print(json.dumps({'refused': refused, 'unchanged': before == after, 'rq': rq.__file__,
+                          'on': rqfast.as_rq.serving_as_rq()}))
         """,
         as_rq=False,
     )
@@ -138,10 +139,9 @@ def test_children_inherit_the_switch(clean_redis: str) -> None:
 def test_switch_costs_nothing_when_off() -> None:
     """The .pth line imports nothing while RQFAST_AS_RQ is unset; set, it imports the switch (not rqfast)."""
     env = {k: v for k, v in os.environ.items() if k != 'RQFAST_AS_RQ'}
-    off = subprocess.run([sys.executable, '-X', 'importtime', '-c', 'pass'], capture_output=True, text=True, env=env)
-    on = subprocess.run(
-        [sys.executable, '-X', 'importtime', '-c', 'pass'], capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'}
-    )
+    command = [sys.executable, '-X', 'importtime', '-c', 'pass']
+    off = subprocess.run(command, capture_output=True, text=True, env=env)
+    on = subprocess.run(command, capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'})
     assert '_rqfast_as_rq' not in off.stderr
     assert '_rqfast_as_rq' in on.stderr and '| rqfast' not in on.stderr and 'redis' not in on.stderr
 
@@ -160,7 +160,7 @@ def test_rq_command_runs_rqfast(clean_redis: str) -> None:
         env={**env, 'RQFAST_AS_RQ': '1'},
     )
     assert on.returncode == 0, on.stderr
-    doctor = subprocess.run([str(BIN / 'rq'), 'doctor'], capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'})
+    doctor = subprocess.run([BIN / 'rq', 'doctor'], capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'})
     assert doctor.returncode == 0 and 'import rq: rqfast (RQFAST_AS_RQ on' in doctor.stdout, doctor.stderr
     off = subprocess.run([str(BIN / 'rq'), '--version'], capture_output=True, text=True, env=env)
     assert off.returncode == 0 and '3.0.0' in off.stdout, (off.stdout, off.stderr)  # rq's own command
@@ -168,8 +168,8 @@ def test_rq_command_runs_rqfast(clean_redis: str) -> None:
 
 def test_rqfast_doctor_says_whether_the_switch_is_on() -> None:
     env = {k: v for k, v in os.environ.items() if k != 'RQFAST_AS_RQ'}
-    off = subprocess.run([str(BIN / 'rqfast'), 'doctor'], capture_output=True, text=True, env=env)
-    on = subprocess.run([str(BIN / 'rqfast'), 'doctor'], capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'})
+    off = subprocess.run([BIN / 'rqfast', 'doctor'], capture_output=True, text=True, env=env)
+    on = subprocess.run([BIN / 'rqfast', 'doctor'], capture_output=True, text=True, env={**env, 'RQFAST_AS_RQ': '1'})
     assert "import rq: rq's own package (RQFAST_AS_RQ off); rq 3.0.0 is installed beside rqfast" in off.stdout
     assert 'import rq: rqfast (RQFAST_AS_RQ on: RQFAST_AS_RQ=1 at interpreter start' in on.stdout
     assert "serving RQ 3.0.0's API" in on.stdout
