@@ -55,7 +55,7 @@ def test_the_switch_serves_rq_from_rqfast() -> None:
             'modules': [rq.job.__name__, rq.worker.__name__, rq.registry.__name__, rq.cli.cli.__name__],
             'same': rq.job.Job is rqfast.job.Job and rq.Worker is rqfast.Worker,
             'versions': [rq.VERSION, rq.__version__, rq.version.VERSION, rq.version.RQFAST_VERSION],
-            'own_rq_loaded': [m.__name__ for m in list(sys.modules.values()) if '/rq/' in str(getattr(m, '__file__', 0))],
+            'own_rq_loaded': [n for n, m in list(sys.modules.items()) if '/rq/' in str(getattr(m, '__file__', 0))],
         }))
         """,
         as_rq=True,
