@@ -155,7 +155,7 @@ class Queue(CreatingQueue):
         check_dependencies: bool,
         keyed: Debounce | Throttle | None = None,
     ) -> Job:
-        if not isinstance(job, Job) and is_rq_job(job):  # rq's own Job (rq beside rqfast): stored as rqfast's
+        if is_rq_job(job):  # rq's own Job (rq beside rqfast): stored as rqfast's
             job = self._job_from_rqs(job)
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')

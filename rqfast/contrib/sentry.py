@@ -37,7 +37,7 @@ from sentry_sdk.integrations import Integration
 from sentry_sdk.integrations.logging import ignore_logger
 from sentry_sdk.scope import should_send_default_pii
 from sentry_sdk.tracing import TransactionSource
-from sentry_sdk.utils import SENSITIVE_DATA_SUBSTITUTE, capture_internal_exceptions, event_from_exception
+from sentry_sdk.utils import capture_internal_exceptions, event_from_exception
 from sentry_sdk.utils import format_timestamp as _format_timestamp
 
 from ..execution import add_run_observer
@@ -47,6 +47,8 @@ from ..queue import Queue
 from ..timeouts import JobTimeoutException
 
 __all__ = ['TRACE_HEADERS_KEY', 'RqfastIntegration']
+
+SENSITIVE_DATA_SUBSTITUTE = '[Filtered]'  # sentry_sdk.utils' word for what the PII settings withhold
 
 TRACE_HEADERS_KEY = '_sentry_trace_headers'  # job.meta's key: Sentry's RqIntegration reads and writes the same
 ORIGIN = 'auto.queue.rqfast'

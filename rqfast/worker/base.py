@@ -243,7 +243,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         return keyspaces.beat(self._hash, self.queue_names(), in_flight, started, self.worker_ttl, interval, grace)
 
     def get_state(self) -> str:
-        return self._state.value
+        return str(getattr(self._state, 'value', self._state))  # ('?' read from a hash without one)
 
     def set_state(self, state: WorkerStatus | str) -> None:
         self._state = WorkerStatus(state)

@@ -54,7 +54,7 @@ class WorkerAttributes:
     uses_hooks: bool
     runs_jobs_in_process: bool
     _exc_handlers: list[Callable[..., Any]]
-    _state: WorkerStatus
+    _state: WorkerStatus | str
     _in_flight: dict[str, engine.Claim]  # the jobs running now, by id (the recorder's)
     _finisher: Finisher  # a claimed job loaded, run inline and recorded (finishing.py)
     _stopped_job_id: str | None

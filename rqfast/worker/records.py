@@ -34,7 +34,7 @@ class WorkerRecord:
 
     name: str
     queues: list[str] = field(default_factory=list)
-    state: WorkerStatus = WorkerStatus.STARTED
+    state: WorkerStatus | str = WorkerStatus.STARTED  # '?' when the hash has none (RQ's reader says so)
     birth: datetime | None = None
     last_heartbeat: datetime | None = None
     pid: int = 0
@@ -164,13 +164,24 @@ def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> Wor
     return parse(worker_key, raw)
 
 
+def _state(stored: str | None) -> WorkerStatus | str:
+    """A worker hash's `state`: RQ's reader gives '?' for none (a worker registered by hand, RQ 3.0 writes none
+    at birth) and the text of one it does not know."""
+    if not stored:
+        return '?'
+    try:
+        return WorkerStatus(stored)
+    except ValueError:
+        return stored
+
+
 def parse(worker_key: str, raw: dict[Any, Any]) -> WorkerRecord:
     """The worker from its hash as HGETALL returns it (read's, and the metrics collector's pipelined reads)."""
     fields = {as_text(k): as_text(v) for k, v in raw.items()}
     return WorkerRecord(
         name=worker_key[len(keys.WORKER_PREFIX) :],
         queues=[q for q in fields.get('queues', '').split(',') if q],
-        state=WorkerStatus(fields.get('state', 'started')),
+        state=_state(fields.get('state')),
         birth=utcparse(fields['birth']) if fields.get('birth') else None,
         last_heartbeat=utcparse(fields['last_heartbeat']) if fields.get('last_heartbeat') else None,
         pid=int(fields.get('pid') or 0),

@@ -87,6 +87,8 @@ DJANGO_RQ = Suite(
             "# django-rq's test settings; the worker-class mode names rqfast's worker (tests/ecosystem)\n"
             'import os\n'
             'from tests.settings import *  # noqa: F403\n'
+            "# the views' tests log a user in: a fast hasher (Django's PBKDF2 is most of their time otherwise)\n"
+            'PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]\n'
             'if os.environ.get("RQFAST_ECOSYSTEM_WORKER_CLASS"):\n'
             '    RQ = {**RQ, "WORKER_CLASS": os.environ["RQFAST_ECOSYSTEM_WORKER_CLASS"]}  # noqa: F405\n'
         ),

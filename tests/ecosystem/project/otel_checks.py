@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import run_scenario
+from eco_support import run_scenario
 from otel_app import INSTRUMENTATION, read_spans
 
 SCENARIO = """

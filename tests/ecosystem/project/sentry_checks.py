@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conftest import run_scenario
+from eco_support import run_scenario
 from sentry_app import read_events
 
 SCENARIO = """

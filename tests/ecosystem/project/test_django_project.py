@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HERE, ROOT
+from eco_support import HERE, ROOT
 
 pytestmark = pytest.mark.timeout(300)
 

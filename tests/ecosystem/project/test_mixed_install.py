@@ -5,7 +5,7 @@ objects handed to rqfast's queue. Each scenario is a fresh interpreter (conftest
 from __future__ import annotations
 
 import pytest
-from conftest import CONCURRENCIES, WORKER_CLASSES, run_scenario
+from eco_support import CONCURRENCIES, WORKER_CLASSES, run_scenario
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import otel_checks
 import pytest
-from conftest import CONCURRENCIES, WORKER_CLASSES
+from eco_support import CONCURRENCIES, WORKER_CLASSES
 
 pytestmark = pytest.mark.timeout(300)
 

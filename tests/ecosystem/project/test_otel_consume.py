@@ -13,7 +13,7 @@ from pathlib import Path
 
 import otel_checks
 import pytest
-from conftest import CONCURRENCIES, WORKER_CLASSES, run_scenario
+from eco_support import CONCURRENCIES, WORKER_CLASSES, run_scenario
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import sentry_checks
-from conftest import CONCURRENCIES, WORKER_CLASSES
+from eco_support import CONCURRENCIES, WORKER_CLASSES
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_scenario
+from eco_support import run_scenario
 
 pytestmark = pytest.mark.timeout(180)
 
