@@ -191,6 +191,7 @@ def run_mode(suite: Suite, mode: str, python: Path, folder: Path, port: int, ext
         env['RQFAST_AS_RQ'] = '1'
     env.update(suite.mode_env.get(mode, {}))
     command = [str(python), '-m', 'pytest', '-p', 'no:cacheprovider', '-p', 'ecosystem_report', '-q']
+    command += ['--continue-on-collection-errors']  # a module that cannot be imported is its own outcome
     command += ['--timeout', str(PER_TEST_TIMEOUT), '--timeout-method', 'thread', *suite.pytest_args, *extra]
     cwd = ROOT if suite.source is None else folder
     started = time.monotonic()
@@ -198,6 +199,8 @@ def run_mode(suite: Suite, mode: str, python: Path, folder: Path, port: int, ext
     try:
         done = subprocess.run(command, cwd=cwd, env=env, timeout=RUN_LIMIT, capture_output=True, text=True)
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        if done.returncode not in (0, 1):  # (1: some tests failed) interrupted, an internal or usage error
+            raise SystemExit(f'{suite.name} [{mode}]: pytest exited {done.returncode}:\n{done.stdout[-3000:]}')
     except subprocess.TimeoutExpired:
         tail = [f'killed after {RUN_LIMIT} s']
     serving, outcomes = read_report(report)

@@ -127,12 +127,13 @@ PROJECT = Suite(
         'sentry-sdk==2.75.0',
         'opentelemetry-instrumentation-rq==0.1.4',
         'opentelemetry-sdk',
+        'fakeredis[lua]>=2.26',  # tests/conftest.py's fixtures
         'psutil',
         *_TEST_TOOLS,
     ],
     source=None,
     copy=[],
-    pytest_args=['tests/ecosystem'],
+    pytest_args=['tests/ecosystem/project'],
     modes=('project',),
 )
 
