@@ -16,6 +16,7 @@ While rqfast serves `import rq` (rqfast.as_rq) there is nothing to do: rq's name
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -46,15 +47,21 @@ def _real_rq_module(name: str) -> ModuleType | None:
     return module if module is not None and getattr(module, '__name__', None) == name else None
 
 
+def when_rq_loads(name: str, then: Callable[[ModuleType], object]) -> None:
+    """`then(rq's module)`: now if rq's own module `name` is loaded, else when it loads (nothing while rqfast
+    serves `import rq`, or where rq is not installed)."""
+    theirs = _real_rq_module(name)
+    if theirs is not None:
+        then(theirs)
+    elif not _serving_as_rq() and _rq_installed():
+        _WATCHER.watch(name, then)
+
+
 def adopt_rq_bases(ours: ModuleType) -> None:
     """Rebase `ours`' (rqfast.exceptions or rqfast.timeouts) exception classes on rq's namesakes: now if
     rq's module is loaded, else when it loads. Called by each of the two modules at its end."""
     theirs_name = next(name for name, twin in TWINS.items() if twin == ours.__name__)
-    theirs = _real_rq_module(theirs_name)
-    if theirs is not None:
-        _rebase(ours, theirs)
-    elif not _serving_as_rq() and _rq_installed():
-        _WATCHER.watch(theirs_name, ours)
+    when_rq_loads(theirs_name, functools.partial(_rebase, ours))
 
 
 def _rq_installed() -> bool:
@@ -85,20 +92,19 @@ def _rebase(ours: ModuleType, theirs: ModuleType) -> None:
 
 
 class _Watcher:
-    """Finds rq.exceptions / rq.timeouts as the import system would, and adopts their classes once loaded."""
+    """Finds an rq module it waits for as the import system would, and calls what waits once it is loaded."""
 
     def __init__(self) -> None:
-        self.waiting: dict[str, ModuleType] = {}
+        self.waiting: dict[str, list[Callable[[ModuleType], object]]] = {}
 
-    def watch(self, theirs_name: str, ours: ModuleType) -> None:
+    def watch(self, name: str, then: Callable[[ModuleType], object]) -> None:
         with _lock:
-            self.waiting[theirs_name] = ours
+            self.waiting.setdefault(name, []).append(then)
             if self not in sys.meta_path:
                 sys.meta_path.insert(0, self)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> Any:
-        ours = self.waiting.get(fullname)
-        if ours is None:
+        if fullname not in self.waiting:
             return None
         finders = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else sys.meta_path
         for finder in finders:
@@ -106,25 +112,28 @@ class _Watcher:
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
-                    spec.loader = _AdoptAfterExec(spec.loader, self, fullname, ours)
+                    spec.loader = _ThenAfterExec(spec.loader, self, fullname)
                 return spec
         return None
 
-    def done(self, theirs_name: str) -> None:
+    def loaded(self, name: str, module: ModuleType) -> None:
+        if getattr(module, '__name__', None) != name:  # rqfast serving as rq: nothing of rq's to adopt
+            return
         with _lock:
-            self.waiting.pop(theirs_name, None)
+            waiting = self.waiting.pop(name, [])
             if not self.waiting and self in sys.meta_path:
                 sys.meta_path.remove(self)
+        for then in waiting:
+            then(module)
 
 
-class _AdoptAfterExec:
-    """The loader the import system found for rq's module, adopting its classes once it has run."""
+class _ThenAfterExec:
+    """The loader the import system found for rq's module, telling the watcher once the module has run."""
 
-    def __init__(self, loader: Any, watcher: _Watcher, theirs_name: str, ours: ModuleType) -> None:
+    def __init__(self, loader: Any, watcher: _Watcher, name: str) -> None:
         self.loader = loader
         self.watcher = watcher
-        self.theirs_name = theirs_name
-        self.ours = ours
+        self.name = name
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
@@ -134,9 +143,7 @@ class _AdoptAfterExec:
         module.__loader__ = self.loader
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
-        if getattr(module, '__name__', None) == self.theirs_name:  # rq's own, not rqfast serving as rq
-            _rebase(self.ours, module)
-            self.watcher.done(self.theirs_name)
+        self.watcher.loaded(self.name, module)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -181,4 +188,43 @@ def job_id_of(job: Any) -> Any:
 
 
 def _is_rqfast_job(obj: object) -> bool:
-    return any(cls.__name__ == 'JobSpec' and cls.__module__ == 'rqfast.jobspec' for cls in type(obj).__mro__)
+    jobspec = sys.modules.get('rqfast.jobspec')
+    return jobspec is not None and isinstance(obj, jobspec.JobSpec)
+
+
+# --- rq's Job and Worker compare equal with rqfast's of the same id and name (rq's own __eq__ only knows its
+# class: a Job says False, a Worker raises TypeError). Taught to rq's classes when rq loads; comparisons
+# between rq's own objects are untouched.
+
+
+def _teach_equality(class_name: str, is_ours: Callable[[object], bool], key: str) -> Callable[[ModuleType], None]:
+    def teach(module: ModuleType) -> None:
+        cls = getattr(module, class_name, None)
+        original = getattr(cls, '__dict__', {}).get('__eq__')
+        if cls is None or original is None or getattr(original, '__rqfast__', False):
+            return
+
+        @functools.wraps(original)
+        def __eq__(self: Any, other: object) -> Any:
+            if is_ours(other):
+                return getattr(self, key) == getattr(other, key)
+            return original(self, other)
+
+        __eq__.__rqfast__ = True  # type: ignore[attr-defined]
+        cls.__eq__ = __eq__
+
+    return teach
+
+
+def _is_rqfast_worker(obj: object) -> bool:
+    base = sys.modules.get('rqfast.worker.base')
+    return base is not None and isinstance(obj, base.BaseWorker)
+
+
+def is_rq_worker(obj: object) -> bool:
+    """Whether `obj` is a worker of rq's own package (or of a subclass of it): not rqfast's."""
+    return any(cls.__name__ == 'BaseWorker' and cls.__module__ == 'rq.worker.base' for cls in type(obj).__mro__)
+
+
+when_rq_loads('rq.job', _teach_equality('Job', _is_rqfast_job, 'id'))
+when_rq_loads('rq.worker.base', _teach_equality('BaseWorker', _is_rqfast_worker, 'name'))

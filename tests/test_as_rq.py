@@ -226,6 +226,32 @@ def test_rqs_job_objects_in_rqfasts_queue_and_registries(redis_conn: redis.Redis
     assert registry.remove(theirs) == 1 and made.id not in registry.get_job_ids()
 
 
+@pytest.mark.parametrize('rq_first', [True, False])
+def test_rq_and_rqfast_jobs_and_workers_compare_by_id_and_name(rq_first: bool) -> None:
+    seen = scenario(
+        f"""
+        import json, redis
+        if {rq_first!r}:
+            import rq.job, rq.worker
+        import rqfast
+        import rq, rq.job
+        conn = redis.Redis(port=1)
+        ours, theirs = rqfast.Job('abc', connection=conn), rq.job.Job('abc', connection=conn)
+        worker = rqfast.SimpleWorker(['q'], connection=conn, name='w', prepare_for_work=False)
+        rq_worker = rq.Worker(['q'], connection=conn, name='w', prepare_for_work=False)
+        other = rq.Worker(['q'], connection=conn, name='x', prepare_for_work=False)
+        try:
+            rq_worker == 3
+            raised = False
+        except TypeError:
+            raised = True
+        print(json.dumps([ours == theirs, theirs == ours, theirs == rq.job.Job('other', connection=conn),
+                          worker == rq_worker, rq_worker == worker, other == worker, raised]))
+        """
+    )
+    assert seen == [True, True, False, True, True, False, True]
+
+
 # --- RQ 3.0's enqueue path, which instrumentation patches by name
 
 

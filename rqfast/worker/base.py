@@ -49,6 +49,7 @@ from ..exceptions import StopRequested
 from ..job import Job
 from ..outcome import Outcome
 from ..queue import Queue
+from ..rq_interop import is_rq_worker
 from ..security import JobPolicy
 from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
@@ -397,7 +398,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         return self._waiter
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BaseWorker) and self.name == other.name
+        """The same name, of rqfast's workers or rq's own (rq installed beside rqfast)."""
+        return (isinstance(other, BaseWorker) or is_rq_worker(other)) and self.name == getattr(other, 'name', None)
 
     def __hash__(self) -> int:
         return hash(self.name)
