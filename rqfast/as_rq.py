@@ -9,7 +9,6 @@ which RQ users' logging settings and integrations (Sentry ignores `rq.worker`) a
 from __future__ import annotations
 
 import os
-import sys
 from typing import NamedTuple
 
 import _rqfast_as_rq as switch
@@ -78,12 +77,11 @@ def status() -> SwitchStatus:
 
 
 def _pth_files() -> list[str]:
-    found = []
-    for folder in dict.fromkeys(p for p in sys.path if p and os.path.isdir(p)):
-        path = os.path.join(folder, switch.PTH_NAME)
-        if os.path.isfile(path):
-            found.append(path)
-    return found
+    """rqfast-as-rq.pth in the folders whose .pth files `site` reads (site-packages, the user's)."""
+    import site  # (loaded at start-up already, but for `python -S`)
+
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    return [os.path.join(f, switch.PTH_NAME) for f in folders if os.path.isfile(os.path.join(f, switch.PTH_NAME))]
 
 
 # RQFAST_AS_RQ without the .pth (a checkout on PYTHONPATH): on before any rqfast module names its logger.

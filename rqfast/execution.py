@@ -9,6 +9,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +45,17 @@ ExceptionHandler = Callable[..., Any]
 RunObserver = Callable[[Job], AbstractContextManager[Callable[[Outcome], object]]]
 _OBSERVERS: list[RunObserver] = []
 _FLUSHES: list[Callable[[], object]] = []
+_UNOBSERVED: ContextVar[bool] = ContextVar('rqfast_unobserved_run', default=False)
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """Runs in this block are no job anyone enqueued (a horse's warm-up): the observers do not see them."""
+    token = _UNOBSERVED.set(True)
+    try:
+        yield
+    finally:
+        _UNOBSERVED.reset(token)
 
 
 def add_run_observer(observer: RunObserver, flush: Callable[[], object] | None = None) -> None:
@@ -91,7 +103,7 @@ def run_job(
     clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
-    if _OBSERVERS:  # (an integration watching each run: rqfast.contrib.sentry)
+    if _OBSERVERS and not _UNOBSERVED.get():  # (an integration watching each run: rqfast.contrib.sentry)
         with _observing(job) as ended:
             return ended(_traced_run(job, death_penalty_class, exception_handlers, default_timeout, clock))
     return _traced_run(job, death_penalty_class, exception_handlers, default_timeout, clock)
@@ -163,7 +175,7 @@ async def run_job_async(
 
     Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
     """
-    if _OBSERVERS:
+    if _OBSERVERS and not _UNOBSERVED.get():
         with _observing(job) as ended:
             return ended(await _traced_run_async(job, exception_handlers, default_timeout, clock))
     return await _traced_run_async(job, exception_handlers, default_timeout, clock)

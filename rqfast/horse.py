@@ -9,6 +9,7 @@ spawned child stays small. Pipe messages: length-prefixed pickles.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -26,8 +27,9 @@ from . import keys, tracing
 from .as_rq import logger_name
 from .dates import now
 from .exceptions import ShutDownImminentException
-from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job
+from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job, unobserved
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .jobrun import JobRun
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 from .pipes import read_message, write_message
@@ -375,7 +377,10 @@ def warm_up(settings: HorseSettings, connection: Any) -> None:
     """
     try:
         job = _load_job(settings, connection, 'rqfast-warm-up', settings.stand_in or {}, now())
-        with tracing.paused():  # not a job anyone enqueued: no span
+        # not a job anyone enqueued: no span, nothing for run observers (Sentry) nor for a patch of Job.perform
+        # (opentelemetry-instrumentation-rq's): the job class's own perform, unpatched, for this one object
+        job.perform = functools.partial(JobRun.perform, job)
+        with tracing.paused(), unobserved():
             encode_report(run_in_horse(job, settings.death_penalty_class, (), settings.default_timeout))
     except Exception:
         pass
