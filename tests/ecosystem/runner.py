@@ -192,7 +192,8 @@ def run_mode(suite: Suite, mode: str, python: Path, folder: Path, port: int, ext
     env.update(suite.mode_env.get(mode, {}))
     command = [str(python), '-m', 'pytest', '-p', 'no:cacheprovider', '-p', 'ecosystem_report', '-q']
     command += ['--continue-on-collection-errors']  # a module that cannot be imported is its own outcome
-    command += ['--timeout', str(PER_TEST_TIMEOUT), '--timeout-method', 'thread', *suite.pytest_args, *extra]
+    paths = [] if any(not arg.startswith('-') for arg in extra) else suite.pytest_args  # tests named after --
+    command += ['--timeout', str(PER_TEST_TIMEOUT), '--timeout-method', 'thread', *paths, *extra]
     cwd = ROOT if suite.source is None else folder
     started = time.monotonic()
     log(f'--- {suite.name} [{mode}]: {" ".join(command[1:])}')
@@ -244,9 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--mode', action='append', help="a suite's mode (repeatable); default: all its modes")
     parser.add_argument('--update', action='store_true', help='rewrite expectations.txt from this run')
     parser.add_argument('--ci', action='store_true', help="skip the `rq` baseline modes (CI's subset)")
-    args, extra = parser.parse_known_args(argv)
-    if extra[:1] == ['--']:
-        extra = extra[1:]
+    argv = sys.argv[1:] if argv is None else argv
+    extra = argv[argv.index('--') + 1 :] if '--' in argv else []
+    args = parser.parse_args(argv[: argv.index('--')] if '--' in argv else argv)
     names = args.suites or list(SUITES)
     expected = parse_expectations(EXPECTATIONS.read_text()) if EXPECTATIONS.exists() else {}
     seen: dict[tuple[str, str], dict[str, Outcome]] = {}
