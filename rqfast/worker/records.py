@@ -165,14 +165,9 @@ def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> Wor
 
 
 def _state(stored: str | None) -> WorkerStatus | str:
-    """A worker hash's `state`: RQ's reader gives '?' for none (a worker registered by hand, RQ 3.0 writes none
-    at birth) and the text of one it does not know."""
-    if not stored:
-        return '?'
-    try:
-        return WorkerStatus(stored)
-    except ValueError:
-        return stored
+    """A worker hash's `state`; '?' for none, as RQ's reader (a worker registered by hand: RQ 3.0 writes none at
+    birth). A state no RQ writes is a ValueError, as before (the exporter leaves such a hash out)."""
+    return WorkerStatus(stored) if stored else '?'
 
 
 def parse(worker_key: str, raw: dict[Any, Any]) -> WorkerRecord:
