@@ -31,9 +31,10 @@ def _includes(name: str) -> list[str]:
 
 
 def _defined(name: str) -> set[str]:
-    """The names a file declares at its top level (`local function f`, `local a, b =`)."""
+    """The names a file declares at its top level (`local function f`, `local a, b =`, `local a, b`)."""
     found: set[str] = set()
-    for match in re.finditer(r'^local (?:function (\w+)|([\w, ]+?)\s*=)', _code((LUA / name).read_text()), re.M):
+    pattern = r'^local (?:function (\w+)|([\w, ]+?)\s*(?:=|$))'
+    for match in re.finditer(pattern, _code((LUA / name).read_text()), re.M):
         found.update(part.strip() for part in (match.group(1) or match.group(2)).split(','))
     return found
 
