@@ -12,8 +12,8 @@
 --@include _expire.lua
 
 local r = argv_reader(2)
-local id, queue, score, ttl = r.next(), r.next(), r.next(), r.next()
-local fields = r.list(2)
+local id, queue, score, ttl = r:next(), r:next(), r:next(), r:next()
+local fields = r:list(2)
 if #fields > 0 then redis.call('HSET', K.job(id), unpack(fields)) end
 expire_job_keys(id, ttl)
 return redis.call('ZADD', K.failed(queue), score, id)

@@ -21,12 +21,12 @@
 --@include _claim.lua
 
 local r = argv_reader(2)
-local w, now_text, now_float, now_int = r.take(4)
-local interval, grace, max_dropped, idle_ttl, x, moved_id, moved_queue, max_id_len, window_guard = r.take(9)
+local w, now_text, now_float, now_int = r:take(4)
+local interval, grace, max_dropped, idle_ttl, x, moved_id, moved_queue, max_id_len, window_guard = r:take(9)
 local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = tonumber(interval)}
 c.grace, c.max_dropped = tonumber(grace), tonumber(max_dropped)
 c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
-local queues = r.list()
+local queues = r:list()
 
 local resumed = resumed_claim(w, x)
 if resumed then return resumed end

@@ -11,5 +11,5 @@
 --@include _groups.lua
 
 local r = argv_reader(2)
-local prune, drop = r.next() == '1', r.next() == '1'
-return clean_groups_of(r.list(), prune, drop)
+local prune, drop = r:next() == '1', r:next() == '1'
+return clean_groups_of(r:list(), prune, drop)

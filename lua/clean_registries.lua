@@ -34,17 +34,17 @@
 --@include _groups.lua
 
 local r = argv_reader(2)
-local now_float_text = r.next()
+local now_float_text = r:next()
 local now_float = tonumber(now_float_text)
-local cutoff = r.next()
-local mode = r.next()
+local cutoff = r:next()
+local mode = r:next()
 local whole = mode == 'all'
-local lock_ttl, stuck_after, first_seen_ttl = r.next(), tonumber(r.next()), r.next()
+local lock_ttl, stuck_after, first_seen_ttl = r:next(), tonumber(r:next()), r:next()
 local wanted = {'data', 'status'}
-for _, name in ipairs(r.list()) do wanted[#wanted + 1] = name end
-local queues = r.list()
-local now_text = r.next()
-local group_lock_ttl = tonumber(r.next()) or 0
+for _, name in ipairs(r:list()) do wanted[#wanted + 1] = name end
+local queues = r:list()
+local now_text = r:next()
+local group_lock_ttl = tonumber(r:next()) or 0
 
 local function lock_key(q) return PREFIX .. 'clean_registries:' .. q end
 local function first_seen_key(q, id) return K.intermediate(q) .. ':first_seen:' .. id end

@@ -26,8 +26,8 @@
 --@include _finish.lua
 
 local r = argv_reader(2)
-local w, now_text, now_float, now_int = r.take(4)
-local interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, still_running, n = r.take(8)
+local w, now_text, now_float, now_int = r:take(4)
+local interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, still_running, n = r:take(8)
 local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
 c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
 c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
@@ -35,8 +35,8 @@ n = tonumber(n)
 local recorded, ended, counts, forget = {}, {}, {}, {}
 local wkey = K.worker(w)
 for j = 1, n do
-  local id, x, counter, working_time = r.take(4)
-  local start = r.span()
+  local id, x, counter, working_time = r:take(4)
+  local start = r:span()
   local ok = finish_one(ARGV, start - 2)[7]  -- (its ARGV[2] is ARGV[start]; [7]: recorded or fenced off)
   recorded[j] = ok
   if x ~= '' then forget[#forget + 1] = id .. ':' .. x end
@@ -56,8 +56,8 @@ for _, e in ipairs(ended) do
   end
   redis.call('HINCRBYFLOAT', wkey, 'total_working_time', e[2])
 end
-local xs = r.list()
-local queues = r.list()
+local xs = r:list()
+local queues = r:list()
 
 local claims, dropped, dead, suspended = {}, {}, {}, 0
 c.started = {}  -- (the worker's writes for the jobs started: once, below)

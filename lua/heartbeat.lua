@@ -16,9 +16,9 @@
 --@include _argv.lua
 
 local r = argv_reader(2)
-local w, worker_ttl, now_text, now_float = r.next(), r.next(), r.next(), r.next()
-local now_int, ttl, grace, working = tonumber(r.next()), tonumber(r.next()), tonumber(r.next()), r.next()
-local jobs = r.list(3)
+local w, worker_ttl, now_text, now_float = r:next(), r:next(), r:next(), r:next()
+local now_int, ttl, grace, working = tonumber(r:next()), tonumber(r:next()), tonumber(r:next()), r:next()
+local jobs = r:list(3)
 local wkey = K.worker(w)
 local lost = {}
 redis.call('HSET', wkey, 'last_heartbeat', now_text)

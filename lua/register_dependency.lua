@@ -11,8 +11,8 @@
 --@include _argv.lua
 
 local r = argv_reader(2)
-local id, origin, now_int = r.next(), r.next(), r.next()
-local dependency_ids = r.list()
+local id, origin, now_int = r:next(), r:next(), r:next()
+local dependency_ids = r:list()
 redis.call('ZADD', K.deferred(origin), now_int, id)
 for _, dep_id in ipairs(dependency_ids) do
   redis.call('SADD', K.dependents(dep_id), id)

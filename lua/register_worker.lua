@@ -10,11 +10,11 @@
 --@include _argv.lua
 
 local r = argv_reader(2)
-local w, what, ttl, now_text = r.next(), r.next(), r.next(), r.next()
-local queues = r.list()
+local w, what, ttl, now_text = r:next(), r:next(), r:next(), r:next()
+local queues = r:list()
 local key = K.worker(w)
 if what == 'birth' then
-  local fields = r.list(2)
+  local fields = r:list(2)
   if redis.call('EXISTS', key) == 1 and redis.call('HEXISTS', key, 'death') == 0 then return 0 end
   redis.call('DEL', key)
   redis.call('HSET', key, unpack(fields))

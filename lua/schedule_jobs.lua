@@ -26,13 +26,13 @@
 --@include _rate_limit.lua
 
 local r = argv_reader(2)
-local name, ttl, now_text, due = r.next(), r.next(), r.next(), r.next()
+local name, ttl, now_text, due = r:next(), r:next(), r:next(), r:next()
 local now_int = math.floor(tonumber(due))
-local limit = tonumber(r.next())
-local acquire, move = r.next() == '1', r.next() == '1'
-local release = r.next()
-local fields = r.list(2)
-local queues = r.list()
+local limit = tonumber(r:next())
+local acquire, move = r:next() == '1', r:next() == '1'
+local release = r:next()
+local fields = r:list(2)
+local queues = r:list()
 
 local function lock_key(q) return PREFIX .. 'scheduler-lock:' .. q end
 local scheduler_key = PREFIX .. 'scheduler:' .. name
