@@ -33,7 +33,7 @@ from bench import baseline
 from bench.counting import REPO_ROOT
 from bench.redis_server import _SCRIPT_COMMANDS, _TRANSACTION_COMMANDS, _free_port
 
-PHASES = ('enqueue-single', 'work-1', 'work-10')
+PHASES = ('enqueue-single', 'enqueue-bulk', 'work-1', 'work-10')
 
 
 class Server:
@@ -134,6 +134,8 @@ def measure(phase: str, count: int, callgrind: bool) -> dict[str, float]:
         if phase == 'enqueue-single':
             for _ in range(count):
                 queue.enqueue(jobs.noop)
+        elif phase == 'enqueue-bulk':
+            queue.enqueue_many([rqfast.Queue.prepare_data(jobs.noop) for _ in range(count)])
         else:
             queue.enqueue_many([rqfast.Queue.prepare_data(jobs.noop) for _ in range(count)])
             worker.work(burst=True, logging_level='WARNING')

@@ -1,6 +1,7 @@
 -- register_worker.lua: a worker's birth or death, as RQ 2.12 records them.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] "birth" or "death", ARGV[4] TTL (s) of the worker
 -- hash, ARGV[5] now as UTC text (death date), ARGV[6] number of queues, queue names...,
 -- then (birth) n fields, field, value, ...
