@@ -39,7 +39,7 @@ local function finish_one(args, offset)
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
   -- parent's status before its own writes.
-  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events', 'worker_name')
+  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events')
   local status_before = read[1]
   local exists = status_before ~= false or redis.call('EXISTS', key) == 1
   local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
@@ -95,7 +95,9 @@ local function finish_one(args, offset)
   -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
   if exists then
     if fields_n > 0 then redis.call('HSET', key, unpack(args, fields_at, fields_at + fields_n - 1)) end
-    if event ~= '' then job_event(read[4], origin, event, id, w ~= '' and w or read[5], event_detail) end
+    if event ~= '' and tonumber(read[4]) then  -- (the job's worker: read only for an event with no worker)
+      job_event(read[4], origin, event, id, w ~= '' and w or redis.call('HGET', key, 'worker_name'), event_detail)
+    end
     if stream_n > 0 then
       local results = K.results(id)
       redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(args, stream_at, stream_at + stream_n - 1))

@@ -46,22 +46,26 @@ for j = 1, n do
     if counter ~= '' then counts[counter] = (counts[counter] or 0) + 1 end
   end
 end
--- The worker's writes for these outcomes, as one SREM, and one HINCRBY per counter made where its
--- first outcome made it (so its fields come in the same order as with a write per outcome)
+-- The worker's writes for these outcomes, as one SREM, one HINCRBY per counter made where its first
+-- outcome made it, and one HINCRBYFLOAT of their working times summed, made after the first outcome's
+-- counter (so its fields come in the same order as with a write per outcome)
 if #forget > 0 then redis.call('SREM', K.worker_executions(w), unpack(forget)) end
-for _, e in ipairs(ended) do
+local working = 0
+for _, e in ipairs(ended) do working = working + tonumber(e[2]) end
+for j, e in ipairs(ended) do
   local counter = e[1]
   if counts[counter] then
     redis.call('HINCRBY', wkey, counter, counts[counter])
     counts[counter] = nil
   end
-  redis.call('HINCRBYFLOAT', wkey, 'total_working_time', e[2])
+  if j == 1 then redis.call('HINCRBYFLOAT', wkey, 'total_working_time', #ended == 1 and e[2] or working) end
 end
 local xs = r:list()
 local queues = r:list()
 
 local claims, dropped, dead, suspended = {}, {}, {}, 0
 c.started = {}  -- (the worker's writes for the jobs started: once, below)
+c.busy = n > 0  -- (outcomes of its jobs: the worker was busy, its hash's and index's TTLs set: see worker_started)
 for _, x in ipairs(xs) do
   local claim = claim_next(queues, w, x, c)
   for _, id in ipairs(claim[4]) do dropped[#dropped + 1] = id end
