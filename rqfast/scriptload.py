@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from redis import Redis
 from redis import __version__ as redis_version
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, NoPermissionError, NoScriptError, ResponseError
+from redis.exceptions import DataError, NoPermissionError, NoScriptError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
@@ -133,7 +133,7 @@ class Script:
     rqfast has its own and a mixed fleet's coexist; the library defines the helpers once per server,
     where a script defines them again on every call. A call that finds no such function (a restarted
     server without persistence, FUNCTION FLUSH) loads it and is sent again, as EVALSHA does on NOSCRIPT.
-    A server without them (Redis 6, a client whose ACL forbids FCALL or FUNCTION LOAD) answers the
+    A server without them (Redis 6, a client whose ACL forbids FCALL or FUNCTION LOAD, a replica) answers the
     first FCALL with an error that puts its connection pool on EVALSHA for good (_NO_FUNCTIONS). Redis
     Cluster clients (RedisCluster: redis-py asks the server for an FCALL's keys, a round trip per call)
     and callers' pipelines (Script.queue) use scripts.
@@ -193,7 +193,7 @@ class Script:
         now) or the server takes no FCALL (its owner is in _NO_FUNCTIONS now: EVALSHA follows); False
         for any other error (the call's own)."""
         message = str(exc)
-        if isinstance(exc, NoPermissionError) or _unknown_command(message, 'fcall'):
+        if isinstance(exc, _NOT_HERE) or _unknown_command(message, 'fcall'):
             _NO_FUNCTIONS.add(owner)
             return True
         if 'function not found' not in message.lower():
@@ -202,7 +202,7 @@ class Script:
             client.execute_command('FUNCTION', 'LOAD', self.library)
         except ResponseError as load_error:
             text = str(load_error).lower()
-            if isinstance(load_error, NoPermissionError) or _unknown_command(text, 'function'):
+            if isinstance(load_error, _NOT_HERE) or _unknown_command(text, 'function'):
                 _NO_FUNCTIONS.add(owner)
             elif 'already exists' not in text:  # (another client loaded it meanwhile: it is there)
                 raise
@@ -242,7 +242,9 @@ _sent_in_batch: weakref.WeakKeyDictionary[Any, tuple[list[Any], set[str]]] = wea
 
 
 # The connection pools (or other clients) whose server takes no FCALL, or whose user may not use it or
-# FUNCTION LOAD: their calls are EVALSHAs from then on (Script._run).
+# FUNCTION LOAD, or that is a replica (it takes no FUNCTION LOAD, and no FCALL of a function that may
+# write, where a script that only reads runs): their calls are EVALSHAs from then on (Script._run).
+_NOT_HERE = (NoPermissionError, ReadOnlyError)
 _NO_FUNCTIONS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 

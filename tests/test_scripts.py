@@ -3,7 +3,9 @@ when Redis has forgotten a function or a script (restart, FUNCTION FLUSH, SCRIPT
 
 from __future__ import annotations
 
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 import redis
@@ -167,3 +169,25 @@ def test_a_spliced_command_is_the_command_packed_whole() -> None:
     assert isinstance(pieces[1], Packed)
     assert line.execute_spliced(pieces) == 'ok'
     assert sent == [pack_command(tuple(a for run in runs for a in run))]
+
+
+def test_a_replica_gets_scripts(redis_conn: redis.Redis, tmp_path: Path) -> None:
+    """A replica takes no FUNCTION LOAD and no FCALL of a function that may write: its client calls
+    scripts, as before functions, and a script that only reads runs there."""
+    from tests import redis_servers
+
+    port = redis_servers.free_port()
+    primary = redis_conn.connection_pool.connection_kwargs['port']
+    replica = redis.Redis(port=port)
+    args = ['--port', str(port), '--bind', '127.0.0.1', '--save', '', '--replicaof', '127.0.0.1', str(primary)]
+    with redis_servers.server(tmp_path, args, replica.ping, 'replica'):
+        assert scripts.release_lock(replica, 'rq:no-such-lock', 'token') is False  # (a GET, nothing written)
+        assert replica.connection_pool in scriptload._NO_FUNCTIONS
+        redis_conn.set('rq:held-lock', 'token')
+        wait = 0
+        while replica.get('rq:held-lock') is None and wait < 100:  # (replicated)
+            time.sleep(0.05)
+            wait += 1
+        with pytest.raises(redis.exceptions.ResponseError, match='READONLY|read only'):
+            scripts.release_lock(replica, 'rq:held-lock', 'token')  # (its DEL: a write, refused there)
+    replica.close()
