@@ -145,8 +145,6 @@ class Script:
         self.source = ''.join(self._parts.values()).encode()
         self.sha = hashlib.sha1(self.source).hexdigest()
         self.function = f'{FUNCTION_PREFIX}{name}_{self.sha[:16]}'
-        self._fcall = ('FCALL', self.function, 1, keys.SLOT_KEY, keys.PREFIX)
-        self._evalsha = ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX)
 
     @property
     def library(self) -> str:
@@ -171,22 +169,25 @@ class Script:
         """send(head) with the head of an FCALL of this script's function, or of an EVALSHA; loading
         the function or the script when the server lacks it, and sending again."""
         owner = _functions_owner(client)
+        slot_key, prefix = keys.SLOT_KEY, keys.PREFIX  # (the keyspace's: sharded by queue, the call's queue's)
         if owner is not None and owner not in _NO_FUNCTIONS:
+            fcall = ('FCALL', self.function, 1, slot_key, prefix)
             try:
-                return send(self._fcall)
+                return send(fcall)
             except ResponseError as exc:
                 if not self._function_missing(client, owner, exc):
                     raise
             if owner not in _NO_FUNCTIONS:
-                return send(self._fcall)
+                return send(fcall)
+        evalsha = ('EVALSHA', self.sha, 1, slot_key, prefix)
         try:
-            return send(self._evalsha)
+            return send(evalsha)
         except Exception as exc:
             if not isinstance(exc, NoScriptError):
                 _explain_no_lua(exc)
                 raise
             client.script_load(self.source)
-            return send(self._evalsha)
+            return send(evalsha)
 
     def _function_missing(self, client: Any, owner: Any, exc: ResponseError) -> bool:
         """After an FCALL failed with `exc`: True when it is to be sent again (the function is loaded
