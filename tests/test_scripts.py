@@ -184,10 +184,10 @@ def test_a_replica_gets_scripts(redis_conn: redis.Redis, tmp_path: Path) -> None
         assert scripts.release_lock(replica, 'rq:no-such-lock', 'token') is False  # (a GET, nothing written)
         assert replica.connection_pool in scriptload._NO_FUNCTIONS
         redis_conn.set('rq:held-lock', 'token')
-        wait = 0
-        while replica.get('rq:held-lock') is None and wait < 100:  # (replicated)
+        deadline = time.monotonic() + 60  # (replicated: the replica's first sync may take a while here)
+        while replica.get('rq:held-lock') is None and time.monotonic() < deadline:
             time.sleep(0.05)
-            wait += 1
+        assert replica.get('rq:held-lock') == b'token'
         with pytest.raises(redis.exceptions.ResponseError, match='READONLY|read only'):
             scripts.release_lock(replica, 'rq:held-lock', 'token')  # (its DEL: a write, refused there)
     replica.close()
