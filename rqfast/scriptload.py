@@ -263,7 +263,10 @@ def _is_cluster(client: Any) -> bool:
 
 
 def _unknown_command(message: str, command: str) -> bool:
-    return f"unknown command '{command}" in message.lower()
+    """Whether `message` is a server's refusal of `command` as unknown: Redis 7 quotes it ('fcall'), Redis
+    6 and others in backticks (`FCALL`)."""
+    text = message.lower()
+    return 'unknown command' in text and any(f'{quote}{command}' in text for quote in "'`")
 
 
 class LuaUnavailableError(RuntimeError):

@@ -191,3 +191,12 @@ def test_a_replica_gets_scripts(redis_conn: redis.Redis, tmp_path: Path) -> None
         with pytest.raises(redis.exceptions.ResponseError, match='READONLY|read only'):
             scripts.release_lock(replica, 'rq:held-lock', 'token')  # (its DEL: a write, refused there)
     replica.close()
+
+
+def test_a_server_that_knows_no_fcall_is_told_by_its_refusal() -> None:
+    """Redis 7 quotes an unknown command, Redis 6 (and others) put it in backticks."""
+    assert scriptload._unknown_command("ERR unknown command 'FCALL', with args beginning with: 'x'", 'fcall')
+    assert scriptload._unknown_command('ERR unknown command `FCALL`, with args beginning with: `x`', 'fcall')
+    assert scriptload._unknown_command('ERR unknown command `FUNCTION`, with args beginning with:', 'function')
+    assert not scriptload._unknown_command('ERR Function not found', 'fcall')
+    assert not scriptload._unknown_command("ERR unknown command 'EVALSHA'", 'fcall')
