@@ -47,7 +47,7 @@ def _counted_rows(worker_class: str, bull_note: str) -> list[Row]:
     return [
         Row(f'rt-{worker_class}', f'round trips per job: {tag}', 'writes/job ↓', False, 1),
         Row(f'cmd-{worker_class}', f'Redis commands per job: {tag}', 'commands/job ↓', False, 1),
-        Row(f'lua-{worker_class}', f'script calls per job: {tag}', 'EVAL(SHA)/job', False, 1),
+        Row(f'lua-{worker_class}', f'script calls per job: {tag}', 'EVAL(SHA)/FCALL per job', False, 1),
     ]
 
 
