@@ -196,9 +196,10 @@ def latency_scenarios(scale: Scale, t: Target, peers: list[Peer]) -> list[Scenar
         fixed[peer.name] = partial(_peer_fixed, peer, t, n, idle, timeout)
         half[peer.name] = partial(_peer_half, peer, t, n, scale.peer_noop, timeout)
     return [
-        Scenario('peers-latency-200', fixed_rows, fixed_rq, fixed_bull, others=fixed),
-        Scenario('peers-latency-half', half_rows, half_rq, half_bull, others=half),
-        Scenario('peers-latency-fork', fork_rows, fork_rq),
+        # one run each (a run's p50 and p99 are over latency_jobs jobs; the idle period is a minute)
+        Scenario('peers-latency-200', fixed_rows, fixed_rq, fixed_bull, others=fixed, once=True),
+        Scenario('peers-latency-half', half_rows, half_rq, half_bull, others=half, once=True),
+        Scenario('peers-latency-fork', fork_rows, fork_rq, once=True),
     ]
 
 
