@@ -1,10 +1,12 @@
 """python -m bench.redis_cost: Redis' own cost per job, rqfast against a baseline revision, side by side.
 
-For each phase (enqueue one by one; enqueue in bulk + a SimpleWorker at concurrency 1 draining them;
-the same at concurrency 10), on a private redis-server started for the phase:
+For each phase (enqueue one by one; enqueue in bulk; enqueue in bulk + a SimpleWorker at concurrency
+1 draining them; the same at concurrency 10), on a private redis-server started for the phase:
 
-- instructions per job the server executed (redis-server under `valgrind --tool=callgrind`, counting
-  only while the phase runs: independent of the machine's load), with --callgrind;
+- instructions per job the server executed for its clients' commands (redis-server under `valgrind
+  --tool=callgrind`, counting only while the phase runs and only while the server reads, runs and
+  replies to commands: independent of the machine's load), with --callgrind (KEEP_CALLGRIND=<file>
+  keeps the profile; COST_ALL=1 counts the server's timers too);
 - the server's CPU per job (INFO cpu: used_cpu_sys + used_cpu_user; depends on load);
 - INFO commandstats per job: the script calls' own time, and the time of the commands they ran
   (Redis counts a script's inner commands under their own names): the script's own Lua work is the
