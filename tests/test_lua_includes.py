@@ -143,3 +143,13 @@ def test_an_include_cycle_or_a_missing_file_is_an_error(tmp_path: Path) -> None:
     _write(tmp_path, {'t.lua': '--@include _gone.lua\n'})
     with pytest.raises(FileNotFoundError):
         _source(tmp_path, 't')
+
+
+def test_every_script_loads_as_a_function_library(connection: redis.Redis) -> None:
+    """FUNCTION LOAD runs a library's top level: each script's helpers define nothing global and read no
+    ARGV there (its ARGV is the call's, a local of the library)."""
+    from rqfast.scriptload import script
+
+    for name in SCRIPTS:
+        library = script(name).library
+        assert connection.execute_command('FUNCTION', 'LOAD', 'REPLACE', library) == script(name).function.encode()
