@@ -9,6 +9,7 @@ from ..defaults import RQ_KEY_PREFIX
 from ..version import VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
+from .dashboard import dashboard
 from .cli_cron import cron
 from .enqueue import enqueue
 from .errors import CliError
@@ -21,7 +22,7 @@ from .workers import worker
 
 # Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue: the others read or
 # write one keyspace, so they run once per queue with that queue's keyspace as their prefix.
-SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume'})
+SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume', 'dashboard'})
 
 
 @click.group()
@@ -53,6 +54,7 @@ for command in (
     worker_alive,
     events,
     rate_limits,
+    dashboard,
 ):
     main.add_command(command)
 
