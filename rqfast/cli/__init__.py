@@ -9,8 +9,8 @@ from ..defaults import RQ_KEY_PREFIX
 from ..version import VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
-from .dashboard import dashboard
 from .cli_cron import cron
+from .dashboard import dashboard
 from .enqueue import enqueue
 from .errors import CliError
 from .event_stream import events

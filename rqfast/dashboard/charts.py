@@ -13,7 +13,7 @@ from html import escape
 from markupsafe import Markup
 
 WIDTH, HEIGHT = 720, 170
-LEFT, RIGHT, TOP, BOTTOM = 52, 8, 10, 22
+LEFT, RIGHT, TOP, BOTTOM = 52, 8, 20, 22
 Scale = Callable[[float], float]
 
 
@@ -82,7 +82,7 @@ def chart(
         parts.append(
             f'<text class="axis" x="{LEFT - 4}" y="{y(value) + 4:.1f}" text-anchor="end">{number(value)}</text>'
         )
-    parts.append(f'<text class="axis unit" x="{LEFT - 4}" y="{TOP - 1}" text-anchor="end">{escape(unit)}</text>')
+    parts.append(f'<text class="axis unit" x="2" y="{TOP - 8}">{escape(unit)}</text>')
     for index, text in labels:
         parts.append(
             f'<text class="axis" x="{x(index):.1f}" y="{height - 6}" text-anchor="middle">{escape(text)}</text>'

@@ -104,7 +104,8 @@ class FunctionStats:
                 upper = BUCKETS[index]
                 lower = BUCKETS[index - 1] if index else upper / 10
                 share = (wanted - seen) / weight
-                return float(math.exp(math.log(lower) + share * (math.log(upper) - math.log(lower))))
+                found = math.exp(math.log(lower) + share * (math.log(upper) - math.log(lower)))
+                return float(min(upper, max(lower, found)))
             seen += weight
         return BUCKETS[-1]
 

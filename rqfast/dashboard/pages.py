@@ -201,7 +201,9 @@ def registry_page(request: Request) -> Response:
     if name not in dashboard.queue_names():
         return not_found(dashboard, request, f'There is no queue named {name!r}.')
     if kind not in reads.REGISTRIES:
-        return not_found(dashboard, request, f'Queue {name} has no job list named {kind!r}.')
+        return not_found(
+            dashboard, request, f'There is no job list named {kind!r} (queue {name} has {", ".join(reads.REGISTRIES)}).'
+        )
     q = reads.queue(dashboard.connection, name, dashboard.settings.serializer)
     offset, needle = _int(request.query_params.get('offset')), request.query_params.get('q', '').strip()[:200]
     found = reads.search(q, kind, needle, offset) if needle else reads.page(q, kind, offset)

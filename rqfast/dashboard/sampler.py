@@ -4,7 +4,8 @@ It costs the workers nothing: it reads what every RQ and rqfast worker keeps any
 the dashboard's own keys.
 
 - Jobs done and failed, in all: the difference of each worker's `successful_job_count` and
-  `failed_job_count` between two samples (a worker born since the last sample counts from zero).
+  `failed_job_count` between two samples (a worker born since the last sample counts from zero), or
+  the sum over the queues (below) where that is more (a worker gone before it was seen).
 - Per queue: its size and started count; the jobs that entered its finished and failed registries
   (a ZCOUNT above the highest score seen last time: a registry's score is when the entry expires, the
   job's end plus its TTL, so that counts the jobs ended since, as long as the queue's TTLs are alike;
@@ -157,8 +158,7 @@ class Sampler:
             pipe.llen(q.key)
             pipe.zcard(q.started_job_registry.key)
             for kind, found in (('finished', q.finished_job_registry), ('failed', q.failed_job_registry)):
-                before = self._last.registries.get((q.name, kind)) if self._last else None
-                registry = registries[(q.name, kind)] = _Registry(found.key, before.top if before else None)
+                registry = registries[(q.name, kind)] = _Registry(found.key, self._top_before(q.name, kind))
                 pipe.zrevrangebyscore(registry.key, '(+inf', '-inf', start=0, num=1, withscores=True)
                 if registry.top is not None:
                     pipe.zcount(registry.key, f'({registry.top}', '(+inf')
@@ -171,11 +171,20 @@ class Sampler:
                 registry = registries[(q.name, kind)]
                 top = next(replies)
                 previous = registry.top
-                registry.top = float(top[0][1]) if top else previous
+                empty = float('-inf') if previous is None else previous  # (empty now: all that comes is new)
+                registry.top = float(top[0][1]) if top else empty
                 if previous is not None:
                     registry.new = int(next(replies))
                     registry.sampled = [as_text(member) for member in next(replies)]
         return _Reading(now, workers, busy, len(rows) - busy, levels, registries)
+
+    def _top_before(self, queue: str, kind: str) -> float | None:
+        """The registry's highest score at the last sample: None at a first sample (nothing to count
+        from); -inf for a queue that was not there (everything in it is new)."""
+        if self._last is None:
+            return None
+        before = self._last.registries.get((queue, kind))
+        return before.top if before is not None else float('-inf')
 
     def _point(self, previous: _Reading, reading: _Reading) -> Point:
         done = failed = 0
@@ -186,13 +195,17 @@ class Sampler:
                 failed += max(0, failures - before[2])
             elif before is None:  # born since (or first seen): its counts are all new
                 done, failed = done + successful, failed + failures
-        point = Point(reading.t, reading.t - previous.t, done, failed, reading.busy, reading.idle)
+        point = Point(reading.t, reading.t - previous.t, 0, 0, reading.busy, reading.idle)
         for name, (size, started) in reading.levels.items():
             finished = reading.registries[(name, 'finished')].new
             failures = reading.registries[(name, 'failed')].new
-            old_size, old_started = previous.levels.get(name, (size, started))
+            old_size, old_started = previous.levels.get(name, (0, 0))  # (a new queue: all it holds came in)
             arrived = max(0, size + started - old_size - old_started + finished + failures)
             point.queues[name] = [size, started, arrived, finished, failures]
+        # The workers' counters see jobs kept with result_ttl=0, the registries see a burst worker that
+        # came and went between two samples: the larger of the two.
+        point.done = max(done, sum(values[3] for values in point.queues.values()))
+        point.failed = max(failed, sum(values[4] for values in point.queues.values()))
         return point
 
     def _sample_functions(self, reading: _Reading) -> dict[str, FunctionStats]:
