@@ -329,6 +329,25 @@ def test_the_sampler_counts_what_the_workers_did_between_two_samples(redis_conn:
     assert stats['operator.add'].quantile(0.5) is not None
 
 
+def test_jobs_ending_in_the_same_second_as_a_sample_are_counted_once(redis_conn: redis.Redis) -> None:
+    """A registry's scores are whole seconds: the jobs at the top score of one sample and those that come
+    at that score after it are each counted once, over the samples."""
+    queue = Queue('seconds', connection=redis_conn)
+    sampler = Sampler(redis_conn, Catalog(redis_conn), interval=5)
+    queue.enqueue('operator.add', 0, 0)
+    work(redis_conn, 'seconds')
+    sampler.tick(1000.0)
+    counted = 0
+    for round_ in range(4):
+        for n in range(round_ + 1):
+            queue.enqueue('operator.add', n, 1)
+        work(redis_conn, 'seconds')
+        point = sampler.tick(1005.0 + 5 * round_)
+        assert point is not None
+        counted += int(point.queue('seconds', 'finished'))
+    assert counted == 1 + 2 + 3 + 4 == redis_conn.zcard('rq:finished:seconds') - 1
+
+
 def test_the_history_keeps_its_windows_and_one_point_per_minute(redis_conn: redis.Redis) -> None:
     store = HistoryStore(redis_conn)
     start = 1_800_000_000.0

@@ -21,7 +21,8 @@ from .schedules import cron_job_names, cron_schedulers
 from .schedules import scheduled as scheduled_queues
 from .state import Dashboard, dashboard_of, href
 
-HOUR_BINS, DAY_BINS = 60, 96  # one-minute bins over the hour, fifteen-minute bins over the day
+HOUR_BINS, HOUR_WIDTH = 120, 30.0  # the last hour in 30-second bins
+DAY_BINS = 96  # the last day in 15-minute bins (and per-function charts of the hour: one-minute bins)
 JOB_STATUSES = list(reads.REGISTRIES)
 
 
@@ -50,8 +51,8 @@ def unauthorized(dashboard: Dashboard, request: Request) -> Response:
 # --- the overview
 
 
-def _hour_labels() -> list[tuple[int, str]]:
-    return [(0, '-60 min'), (15, '-45'), (30, '-30'), (45, '-15'), (HOUR_BINS - 1, 'now')]
+def _hour_labels(bins: int = HOUR_BINS) -> list[tuple[int, str]]:
+    return [(0, '-60 min'), (bins // 4, '-45'), (bins // 2, '-30'), (3 * bins // 4, '-15'), (bins - 1, 'now')]
 
 
 def _day_labels() -> list[tuple[int, str]]:
@@ -60,11 +61,11 @@ def _day_labels() -> list[tuple[int, str]]:
 
 def throughput_charts(hour: list[Point], day: list[Point], now: float) -> dict[str, Any]:
     """The overview's two charts: jobs per minute over the last hour (one-minute bins) and day (15 min)."""
-    start_hour, start_day = now - HOUR_BINS * 60, now - DAY_BINS * 900
+    start_hour, start_day = now - HOUR_BINS * HOUR_WIDTH, now - DAY_BINS * 900
     hour_chart = chart(
         [
-            Series('finished', history.bins(hour, start_hour, 60, HOUR_BINS, 'done'), 'series-0'),
-            Series('failed', history.bins(hour, start_hour, 60, HOUR_BINS, 'failed'), 'series-1'),
+            Series('finished', history.bins(hour, start_hour, HOUR_WIDTH, HOUR_BINS, 'done'), 'series-0'),
+            Series('failed', history.bins(hour, start_hour, HOUR_WIDTH, HOUR_BINS, 'failed'), 'series-1'),
         ],
         _hour_labels(),
         'jobs/min',
@@ -90,14 +91,14 @@ def overview_context(dashboard: Dashboard) -> dict[str, Any]:
     workers = dashboard.catalog.workers()
     hour, day = dashboard.store.hour(now), dashboard.store.day(now)
     minute = history.recent(hour, now, 60)
-    start = now - HOUR_BINS * 60
+    start = now - HOUR_BINS * HOUR_WIDTH
     queues = [
         {
             'row': row,
             'in': history.rate(minute, 'in', row.name),
             'out': _sum_rates(minute, row.name),
             'failure_share': history.failure_share(hour, row.name),
-            'spark': sparkline(history.levels(hour, start, 60, HOUR_BINS, row.name, 'size')),
+            'spark': sparkline(history.levels(hour, start, HOUR_WIDTH, HOUR_BINS, row.name, 'size')),
             'oldest_age': row.oldest_age(_now_dt()),
         }
         for row in rows
@@ -159,19 +160,19 @@ def queue_context(dashboard: Dashboard, name: str) -> dict[str, Any] | None:
     row = reads.queue_rows(dashboard.connection, [name], dashboard.settings.serializer)[0]
     now = time.time()
     hour = dashboard.store.hour(now)
-    start = now - HOUR_BINS * 60
+    start = now - HOUR_BINS * HOUR_WIDTH
     flow = chart(
         [
-            Series('in', history.bins(hour, start, 60, HOUR_BINS, 'in', name), 'series-2'),
-            Series('finished', history.bins(hour, start, 60, HOUR_BINS, 'finished', name), 'series-0'),
-            Series('failed', history.bins(hour, start, 60, HOUR_BINS, 'failed', name), 'series-1'),
+            Series('in', history.bins(hour, start, HOUR_WIDTH, HOUR_BINS, 'in', name), 'series-2'),
+            Series('finished', history.bins(hour, start, HOUR_WIDTH, HOUR_BINS, 'finished', name), 'series-0'),
+            Series('failed', history.bins(hour, start, HOUR_WIDTH, HOUR_BINS, 'failed', name), 'series-1'),
         ],
         _hour_labels(),
         'jobs/min',
         f'Jobs in and out of queue {name} per minute, last hour',
     )
     size = chart(
-        [Series('queued', history.levels(hour, start, 60, HOUR_BINS, name, 'size'), 'series-3')],
+        [Series('queued', history.levels(hour, start, HOUR_WIDTH, HOUR_BINS, name, 'size'), 'series-3')],
         _hour_labels(),
         'jobs',
         f'Jobs queued in {name}, last hour',
@@ -310,7 +311,7 @@ def functions(request: Request) -> Response:
     dashboard = dashboard_of(request)
     window = 'day' if request.query_params.get('window') == 'day' else 'hour'
     now = time.time()
-    span, width, count = (86400.0, 900.0, DAY_BINS) if window == 'day' else (3600.0, 60.0, HOUR_BINS)
+    span, width, count = (86400.0, 900.0, DAY_BINS) if window == 'day' else (3600.0, 60.0, 60)
     minutes = dashboard.store.functions(now - span)
     merged = history.merge_functions(minutes)
     rows = sorted(merged.items(), key=lambda item: -item[1].count)
@@ -334,7 +335,7 @@ def _function_charts(
         if 0 <= index < count and name in stats:
             binned[index].add(stats[name])
     per_minute = width / 60
-    labels = _day_labels() if window == 'day' else _hour_labels()
+    labels = _day_labels() if window == 'day' else _hour_labels(count)
     counts = chart(
         [
             Series('jobs', [b.count / per_minute if b.count else None for b in binned], 'series-0'),

@@ -7,10 +7,10 @@ the dashboard's own keys.
   `failed_job_count` between two samples (a worker born since the last sample counts from zero), or
   the sum over the queues (below) where that is more (a worker gone before it was seen).
 - Per queue: its size and started count; the jobs that entered its finished and failed registries
-  (a ZCOUNT above the highest score seen last time: a registry's score is when the entry expires, the
-  job's end plus its TTL, so that counts the jobs ended since, as long as the queue's TTLs are alike;
-  jobs kept with result_ttl=0 never enter a registry and count only in the totals); jobs in: what
-  the size and started count grew by, plus those that ended.
+  (a ZCOUNT from the highest score of the last sample to the highest now: a registry's score is when
+  the entry expires, the job's end plus its TTL, so that counts the jobs ended since, as long as the
+  queue's TTLs are alike; jobs kept with result_ttl=0 never enter a registry and count only in the
+  totals); jobs in: what the size and started count grew by, plus those that ended.
 - Per function: up to SAMPLE_JOBS of those newest entries, their description (`module.function(...)`),
   start and end read with one HMGET each; a sampled job stands for the ones not read (its weight).
 
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import keys
+from ..cluster import is_cluster
 from ..dates import utcparse
 from ..queue import Queue
 from ..text import as_text
@@ -56,7 +57,9 @@ def function_name(description: str) -> str:
 @dataclass
 class _Registry:
     key: str
-    top: float | None = None  # the highest finite score at the last sample
+    top: float | None = None  # the highest finite score (None: not read yet; -inf: the registry was empty)
+    since: float | None = None  # the top at the sample before: this sample counts from it
+    at_top: int = 0  # entries scored `top` now (counted already: the next sample leaves them out)
     new: int = 0
     sampled: list[str] = field(default_factory=list)
 
@@ -158,11 +161,8 @@ class Sampler:
             pipe.llen(q.key)
             pipe.zcard(q.started_job_registry.key)
             for kind, found in (('finished', q.finished_job_registry), ('failed', q.failed_job_registry)):
-                registry = registries[(q.name, kind)] = _Registry(found.key, self._top_before(q.name, kind))
-                pipe.zrevrangebyscore(registry.key, '(+inf', '-inf', start=0, num=1, withscores=True)
-                if registry.top is not None:
-                    pipe.zcount(registry.key, f'({registry.top}', '(+inf')
-                    pipe.zrevrangebyscore(registry.key, '(+inf', f'({registry.top}', start=0, num=SAMPLE_JOBS)
+                registries[(q.name, kind)] = _Registry(found.key, self._top_before(q.name, kind))
+                pipe.zrevrangebyscore(found.key, '(+inf', '-inf', start=0, num=1, withscores=True)
         replies = iter(pipe.execute())
         levels = {}
         for q in queues:
@@ -170,13 +170,37 @@ class Sampler:
             for kind in ('finished', 'failed'):
                 registry = registries[(q.name, kind)]
                 top = next(replies)
-                previous = registry.top
-                empty = float('-inf') if previous is None else previous  # (empty now: all that comes is new)
-                registry.top = float(top[0][1]) if top else empty
-                if previous is not None:
-                    registry.new = int(next(replies))
-                    registry.sampled = [as_text(member) for member in next(replies)]
+                known = [score for score in (registry.top, float(top[0][1]) if top else None) if score is not None]
+                registry.since, registry.top = registry.top, max(known) if known else None  # (never back down)
+        self._count_new(list(registries.values()))
         return _Reading(now, workers, busy, len(rows) - busy, levels, registries)
+
+    def _count_new(self, registries: list[_Registry]) -> None:
+        """Each registry's entries scored from its last top to its top now, less those counted at the last
+        top last time (more may come at one score: scores are whole seconds), and the newest SAMPLE_JOBS
+        of them. One MULTI on a single server, so nothing lands between the two counts."""
+        counted = [r for r in registries if r.top is not None]
+        pipe = self.connection.pipeline(transaction=not is_cluster(self.connection))
+        for registry in counted:
+            top = repr(registry.top)
+            if registry.since is not None:
+                pipe.zcount(registry.key, _bound(registry.since), top)
+                pipe.zrevrangebyscore(registry.key, top, _bound(registry.since), start=0, num=SAMPLE_JOBS)
+            pipe.zcount(registry.key, top, top)
+        replies = iter(pipe.execute() if counted else [])
+        for registry in counted:
+            if registry.since is not None:
+                counted_before = self._at_top_before(registry)
+                registry.new = max(0, int(next(replies)) - counted_before)
+                registry.sampled = [as_text(member) for member in next(replies)]
+            registry.at_top = int(next(replies))
+
+    def _at_top_before(self, registry: _Registry) -> int:
+        """How many entries at its last top the last sample counted (0 for a registry that was empty)."""
+        if self._last is None:
+            return 0
+        before = next((r for r in self._last.registries.values() if r.key == registry.key), None)
+        return before.at_top if before is not None and before.top == registry.since else 0
 
     def _top_before(self, queue: str, kind: str) -> float | None:
         """The registry's highest score at the last sample: None at a first sample (nothing to count
@@ -184,7 +208,8 @@ class Sampler:
         if self._last is None:
             return None
         before = self._last.registries.get((queue, kind))
-        return before.top if before is not None else float('-inf')
+        top = before.top if before is not None else None
+        return top if top is not None else float('-inf')
 
     def _point(self, previous: _Reading, reading: _Reading) -> Point:
         done = failed = 0
@@ -245,6 +270,10 @@ class Sampler:
 
 
 _SAMPLED_FIELDS = ('description', 'started_at', 'ended_at')
+
+
+def _bound(score: float) -> str:
+    return '-inf' if score == float('-inf') else repr(score)
 
 
 def _seconds(started: str, ended: str) -> float | None:
