@@ -181,7 +181,7 @@ def test_every_page_shows_what_redis_holds(
 ) -> None:
     busy, later = Queue('busy', connection=redis_conn, events=True), Queue('later', connection=redis_conn)
     job = busy.enqueue('tests.dashboard_jobs.report', 12, text='resizing images', capture_output=True)
-    for n in range(5):
+    for _ in range(5):
         busy.enqueue('tests.dashboard_jobs.sleep', 0.02)
     scheduled = later.enqueue_in(timedelta(hours=2), 'operator.add', 1, 2)
     laned = [later.enqueue('operator.add', n, 1, priority=n % 3) for n in range(6)]
