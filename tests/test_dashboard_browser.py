@@ -128,6 +128,15 @@ def cells(driver: Any, selector: str) -> list[Any]:
     return driver.find_elements(By.CSS_SELECTOR, selector)
 
 
+def screenshot(driver: Any, name: str) -> None:
+    """The whole page (the window made as tall as the page), to $RQFAST_DASHBOARD_SCREENSHOTS or a temporary
+    directory."""
+    height = driver.execute_script('return document.documentElement.scrollHeight')
+    driver.set_window_size(1280, min(max(int(height), 600), 2400))
+    driver.save_screenshot(str((shots() or Path(tempfile.mkdtemp())) / name))
+    driver.set_window_size(1280, 900)
+
+
 def number(text: str) -> int:
     return int(text.strip().replace(',', ''))
 
@@ -173,7 +182,7 @@ def test_the_overview_is_live_and_shows_what_redis_holds(
     finished = sum(int(redis_conn.hget(f'rq:worker:busy-{n}', 'successful_job_count') or 0) for n in range(2))
     assert finished == 40 and redis_conn.zcard('rq:finished:busy') == 40
     assert number(css(browser, '#workers-busy').text) + number(css(browser, '#workers-idle').text) == 2
-    browser.save_screenshot(str((shots() or Path(tempfile.mkdtemp())) / 'dashboard-overview.png'))
+    screenshot(browser, 'dashboard-overview.png')
 
 
 def test_every_page_shows_what_redis_holds(
@@ -211,7 +220,8 @@ def test_every_page_shows_what_redis_holds(
     assert 'resizing images on 12 items' in css(browser, '#output').text
     assert "{'items': 12}" in css(browser, '#runs').text
     assert 'finished' in css(browser, '#events').text and 'progress' in css(browser, '#events').text
-    browser.save_screenshot(str((shots() or Path(tempfile.mkdtemp())) / 'dashboard-job.png'))
+    assert css(browser, '#progress-bar i').get_attribute('style') == 'width: 100.0%;'
+    screenshot(browser, 'dashboard-job.png')
 
     browser.get(site + '/workers')
     rows = cells(browser, '#workers tr[data-worker]')

@@ -99,6 +99,23 @@ class JobView:
             return Shown.hidden(f'not JSON: {SHOWN.repr(stored)}')
 
     @property
+    def progress_share(self) -> float | None:
+        """The progress as a share of done, where it reads as one: a number from 0 to 100 (percent), or
+        an object with `done` (or `current`) and `of` (or `total`)."""
+        stored = self.raw.get('progress')
+        try:
+            value = json.loads(stored) if stored else None
+        except ValueError:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 100:
+            return float(value) / 100
+        if isinstance(value, dict):
+            done, total = value.get('done', value.get('current')), value.get('of', value.get('total'))
+            if isinstance(done, int | float) and isinstance(total, int | float) and total > 0:
+                return max(0.0, min(1.0, done / total))
+        return None
+
+    @property
     def exc_info(self) -> str | None:
         failed = next((run.exception for run in self.runs if run.exception), None)
         return failed or _exc_text(self.raw.get('exc_info')) or None

@@ -44,7 +44,7 @@ SCORES = {
 }
 JOB_FIELDS = ('status', 'description', 'enqueued_at', 'started_at', 'ended_at', 'worker_name', 'origin', 'priority')
 PAGE_SIZE = 25
-SEARCH_LIMIT = 2000  # entries a function search reads per page of results, at most
+SEARCH_LIMIT = 1000  # entries a function search reads per request, at most (one HGET each, pipelined)
 
 
 @dataclass
