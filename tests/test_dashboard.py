@@ -20,7 +20,7 @@ import redis
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from rqfast import Queue, Retry, SimpleWorker
+from rqfast import Queue, RateLimit, Retry, SimpleWorker
 from rqfast.dashboard import Settings, create_app, create_wsgi_app
 from rqfast.dashboard.catalog import Catalog
 from rqfast.dashboard.charts import nice_ceiling
@@ -120,6 +120,26 @@ def test_a_job_page_shows_its_call_meta_progress_output_result_and_runs(redis_co
             .headers['location']
             .endswith(f'/jobs/{job.id}?queue=pages')
         )
+
+
+def test_the_rate_limits_are_shown_without_a_page_waiting_for_their_scan(redis_conn: redis.Redis) -> None:
+    queue = Queue('limited', connection=redis_conn)
+    for n in range(5):
+        queue.enqueue('operator.add', n, 1, rate_limit=RateLimit('api', concurrency=2))
+    queue.enqueue('operator.add', 9, 9, rate_limit=RateLimit('window', rate=3, per=60))
+    work(redis_conn, 'limited')
+    queue.enqueue('operator.add', 1, 1, rate_limit=RateLimit('api', concurrency=2))
+    with dashboard(redis_conn) as client:
+        deadline = time.monotonic() + 20
+        while 'data-limit="api"' not in (page := client.get('/queues').text):  # read in the background
+            assert time.monotonic() < deadline, page
+            time.sleep(0.1)
+        api = re.search(r'<tr data-limit="api">(.*?)</tr>', page, re.S).group(1)
+        cells = [int(c) if c.isdigit() else c for c in re.findall(r'<td class="n">([^<]*)</td>', api)]
+        assert cells[:3] == [2, redis_conn.zcard('rq:rl:api:allowed'), redis_conn.zcard('rq:rl:api:rate_limited')]
+        window = re.search(r'<tr data-limit="window">(.*?)</tr>', page, re.S).group(1)
+        assert re.findall(r'<td class="n">([^<]*)</td>', window)[3] == '1'  # one start in its window log
+        assert 'data-limit="api"' in client.get('/scheduled').text
 
 
 def test_a_function_search_reads_a_bounded_stretch_of_the_list(redis_conn: redis.Redis) -> None:

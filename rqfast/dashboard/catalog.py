@@ -21,7 +21,7 @@ from ..worker import records
 if TYPE_CHECKING:
     from redis import Redis
 
-KEYSPACES_TTL = 30.0  # seconds a SCAN's list of keyspaces is kept (sharded by queue)
+KEYSPACES_TTL = 120.0  # seconds a SCAN's list of keyspaces is kept (sharded by queue; the sampler refreshes it)
 
 
 @dataclass

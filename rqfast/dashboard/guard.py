@@ -84,7 +84,8 @@ def csrf_token(settings: Settings, identity: str) -> str:
 def csrf_problem(settings: Settings, request: Request, form_token: str) -> str | None:
     """Why an action request may be forged (None: it is not)."""
     origin = request.headers.get('origin')
-    if origin and origin != 'null' and urlsplit(origin).netloc != request.headers.get('host', ''):
+    hosts = {request.headers.get('host', ''), request.headers.get('x-forwarded-host', '')} - {''}
+    if origin and origin != 'null' and urlsplit(origin).netloc not in hosts:
         return f'the request came from another site ({origin})'
     if request.headers.get('sec-fetch-site', 'same-origin') not in ('same-origin', 'none'):
         return 'the browser says the request came from another site'

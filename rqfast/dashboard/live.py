@@ -20,7 +20,7 @@ from .jobview import valid_id
 from .pages import job_context, not_found, overview_context
 from .state import dashboard_of
 
-STREAMS = threading.BoundedSemaphore(8)  # event streams open at once (each holds a thread and a connection)
+MAX_STREAMS = 8  # event streams open at once (each holds a thread and a connection while it waits)
 STREAM_LIFE = 55.0  # seconds a stream stays open; the browser's EventSource reconnects, from its last id
 BLOCK_MS = 5000
 STREAM_ID = re.compile(r'\d{1,20}-\d{1,20}')
@@ -47,7 +47,8 @@ def events(request: Request) -> Response:
     name, job_id = request.path_params['name'], request.query_params.get('job', '')
     if name not in dashboard.queue_names() or (job_id and not valid_id(job_id)):
         return not_found(dashboard, request, f'There is no queue named {name!r}.')
-    if not STREAMS.acquire(blocking=False):
+    ticket = _open_stream()
+    if ticket is None:
         return Response('too many event streams open', status_code=503)
     with keys.within(name):
         key = keys.events_key(name)
@@ -55,7 +56,7 @@ def events(request: Request) -> Response:
     since = resumed if STREAM_ID.fullmatch(resumed) else _last_id(dashboard.connection, key)
     headers = {'cache-control': 'no-store', 'x-accel-buffering': 'no'}
     return StreamingResponse(
-        _stream(dashboard.connection, key, since, job_id), media_type='text/event-stream', headers=headers
+        _stream(dashboard.connection, key, since, job_id, ticket), media_type='text/event-stream', headers=headers
     )
 
 
@@ -64,7 +65,26 @@ def _last_id(connection: Any, key: str) -> str:
     return as_text(newest[0][0]) if newest else '0-0'
 
 
-def _stream(connection: Any, key: str, since: str, job_id: str) -> Iterator[str]:
+_open: dict[object, float] = {}  # the streams open: ticket -> when it ends at the latest
+_open_lock = threading.Lock()
+
+
+def _open_stream() -> object | None:
+    """A ticket for one more stream, or None when MAX_STREAMS are open (a stream whose client left and
+    whose generator was never closed counts only until its end: its ticket lapses)."""
+    now = time.monotonic()
+    with _open_lock:
+        for ticket, ends in list(_open.items()):
+            if ends < now:
+                del _open[ticket]
+        if len(_open) >= MAX_STREAMS:
+            return None
+        ticket = object()
+        _open[ticket] = now + STREAM_LIFE + BLOCK_MS / 1000 + 5
+        return ticket
+
+
+def _stream(connection: Any, key: str, since: str, job_id: str, ticket: object) -> Iterator[str]:
     try:
         yield 'retry: 3000\n\n'
         ends = time.monotonic() + STREAM_LIFE
@@ -81,4 +101,5 @@ def _stream(connection: Any, key: str, since: str, job_id: str) -> Iterator[str]
                 data = {'name': event.name, 'job_id': event.job_id, 'worker': event.worker, 'detail': event.detail}
                 yield f'id: {event.id}\nevent: job\ndata: {json.dumps({**data, "at": event.timestamp.timestamp()})}\n\n'
     finally:
-        STREAMS.release()
+        with _open_lock:
+            _open.pop(ticket, None)

@@ -14,8 +14,9 @@ the dashboard's own keys.
 - Per function: up to SAMPLE_JOBS of those newest entries, their description (`module.function(...)`),
   start and end read with one HMGET each; a sampled job stands for the ones not read (its weight).
 
-One dashboard samples at a time (SET NX on keys.dashboard_key('sampler'), renewed at each sample);
-the others read its points.
+Every 30 seconds the thread also reads again what a SCAN finds (sharded, the keyspaces; the rate
+limits), so that no page pays for a scan. One dashboard samples at a time (SET NX on
+keys.dashboard_key('sampler'), renewed at each sample); the others read its points.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 SAMPLE_JOBS = 200  # newest registry entries read per sample, over all queues (each one HMGET)
 FIRST_GAP = 1.0  # seconds between the first two samples: a rate within a second or two of start
+UPKEEP = 30.0  # seconds between two refreshes of what is found by SCAN (sharded keyspaces, rate limits)
 _FUNCTION = re.compile(r'[A-Za-z_][\w.<>]*(?=\()')
 OTHER = '(other)'
 
@@ -79,7 +82,14 @@ class _Reading:
 class Sampler:
     """Samples every `interval` seconds while it holds the lock; run() in a thread, stop() to end."""
 
-    def __init__(self, connection: Redis, catalog: Catalog, interval: float, serializer: Any = None) -> None:
+    def __init__(
+        self,
+        connection: Redis,
+        catalog: Catalog,
+        interval: float,
+        serializer: Any = None,
+        upkeep: Callable[[], None] | None = None,
+    ) -> None:
         self.connection = connection
         self.catalog = catalog
         self.interval = interval
@@ -92,6 +102,7 @@ class Sampler:
         self._minute: Point | None = None
         self._functions: dict[str, FunctionStats] = {}
         self.samples = 0  # taken by this process (tests and the bench read it)
+        self.upkeep = upkeep  # called every UPKEEP seconds from the thread (the dashboard's rate limits)
 
     # --- the thread
 
@@ -107,8 +118,14 @@ class Sampler:
 
     def run(self) -> None:
         gap = FIRST_GAP
+        upkept = float('-inf')
         while not self._stop.is_set():
             try:
+                if time.monotonic() - upkept >= UPKEEP:  # what pages must not pay for: the SCANs
+                    upkept = time.monotonic()
+                    self.catalog.queue_names(fresh=True)
+                    if self.upkeep is not None:
+                        self.upkeep()
                 self.tick()
             except Exception:  # Redis away, a reply this version cannot read: the next sample tries again
                 log.warning('dashboard sampler: this sample failed', exc_info=True)
@@ -147,7 +164,7 @@ class Sampler:
         return False
 
     def _read(self, now: float) -> _Reading:
-        names = self.catalog.queue_names(fresh=self.samples % 6 == 0)
+        names = self.catalog.queue_names()
         rows = self.catalog.workers()
         workers = {
             row.name: (str(row.record.birth), row.record.successful_job_count, row.record.failed_job_count)

@@ -23,7 +23,7 @@ from .settings import Settings
 
 HERE = Path(__file__).resolve().parent
 NOTICE_COOKIE = 'rqfast_dashboard_notice'  # what the last action did, shown once on the next page
-LIMITS_TTL = 30.0  # seconds the rate limits (found by a SCAN) are kept
+LIMITS_TTL = 60.0  # seconds the rate limits (found by a SCAN) are kept before a page asks for them again
 
 
 class Dashboard:
@@ -32,13 +32,16 @@ class Dashboard:
         self.connection = settings.connection
         self.catalog = Catalog(settings.connection)
         self.store = HistoryStore(settings.connection)
-        self.sampler = Sampler(settings.connection, self.catalog, settings.sample_interval, settings.serializer)
+        self.sampler = Sampler(
+            settings.connection, self.catalog, settings.sample_interval, settings.serializer, self.read_limits
+        )
         self.templates = Environment(
             loader=FileSystemLoader(HERE / 'templates'), autoescape=select_autoescape(default=True), auto_reload=False
         )
         self.templates.filters.update(fmt.FILTERS)
         self._limits: tuple[float, list[LimitRow]] | None = None
         self._limits_lock = threading.Lock()
+        self._reading_limits = False
 
     def start(self) -> None:
         if self.settings.sample:
@@ -50,12 +53,27 @@ class Dashboard:
     def queue_names(self) -> list[str]:
         return self.catalog.queue_names()
 
-    def limits(self) -> tuple[float, list[LimitRow]]:
-        """(when read, the rate-limit rows): read again when older than LIMITS_TTL."""
+    def read_limits(self) -> None:
+        """Read the rate limits again (a SCAN of the server: from the sampler's thread, or one of its own)."""
+        found = (time.time(), limits(self.connection, self.queue_names()))
         with self._limits_lock:
-            if self._limits is None or time.time() - self._limits[0] > LIMITS_TTL:
-                self._limits = (time.time(), limits(self.connection, self.queue_names()))
-            return self._limits
+            self._limits = found
+
+    def limits(self) -> tuple[float | None, list[LimitRow]]:
+        """(when read, the rate-limit rows) as last read; a page never waits for the SCAN: when they are
+        missing or older than LIMITS_TTL (no sampler running here), a thread reads them again."""
+        with self._limits_lock:
+            found, stale = self._limits, self._limits is None or time.time() - self._limits[0] > LIMITS_TTL
+            if stale and not self._reading_limits:
+                self._reading_limits = True
+                threading.Thread(target=self._read_limits_once, name='rqfast-dashboard-limits', daemon=True).start()
+        return found if found is not None else (None, [])
+
+    def _read_limits_once(self) -> None:
+        try:
+            self.read_limits()
+        finally:
+            self._reading_limits = False
 
     def render(self, request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
         """A page, with what every page has (the CSRF token, links, the notice of the last action)."""
