@@ -111,4 +111,3 @@ def check_pages(client: httpx.Client, names: list[str], failed_id: str, port: in
             assert not cluster.exists(template.format(queue=first) + 'paused-queues')
     row = re.search(rf'<tr data-queue="{second}">.*?</tr>', client.get('/queues').text, re.S)
     assert row and 'badge paused' in row.group(0)
-
