@@ -20,8 +20,9 @@ from .pool import worker_pool
 from .rate_limits import rate_limits
 from .workers import worker
 
-# Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue: the others read or
-# write one keyspace, so they run once per queue with that queue's keyspace as their prefix.
+# Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue (the dashboard reads
+# every keyspace): the others read or write one keyspace, so they run once per queue with that queue's
+# keyspace as their prefix.
 SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume', 'dashboard'})
 
 
