@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from rqfast import Queue, RateLimit, Retry, SimpleWorker
-from rqfast.dashboard import Settings, create_app, create_wsgi_app
+from rqfast.dashboard import Settings, create_app, create_wsgi_app, guard
 from rqfast.dashboard.catalog import Catalog
 from rqfast.dashboard.charts import nice_ceiling
 from rqfast.dashboard.history import FunctionStats, HistoryStore, Point
@@ -269,12 +269,16 @@ def test_an_action_needs_its_csrf_token_and_a_confirmation(redis_conn: redis.Red
 
 def test_read_only_shows_no_button_and_refuses_every_action(redis_conn: redis.Redis, filled: dict[str, Any]) -> None:
     before = state(redis_conn)
-    with dashboard(redis_conn, read_only=True) as client:
+    secret = b'a secret of thirty-two bytes....'
+    with dashboard(redis_conn, read_only=True, secret=secret) as client:
         page = client.get(f'/jobs/{filled["failed"].id}').text
         assert 'data-action=' not in page and 'data-action=' not in client.get('/queues/mail').text
-        form = {'queue': 'mail', 'job_id': filled['failed'].id, 'csrf': 'f' * 64, 'confirm': 'yes'}
-        refused = client.post('/actions/requeue', data=form)
-        assert refused.status_code == 403 and 'read-only' in refused.text
+        identity = client.cookies['rqfast_dashboard_csrf']  # a valid token, as a page with forms would carry
+        token = guard.csrf_token(Settings(connection=redis_conn, secret=secret), identity)
+        for action, target in (('requeue', {'job_id': filled['failed'].id}), ('empty', {}), ('suspend-workers', {})):
+            form = {'queue': 'mail', **target, 'csrf': token, 'confirm': 'yes'}
+            refused = client.post(f'/actions/{action}', data=form)
+            assert refused.status_code == 403 and 'This dashboard is read-only' in refused.text
     assert state(redis_conn) == before
 
 
