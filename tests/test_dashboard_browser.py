@@ -228,6 +228,13 @@ def test_every_page_shows_what_redis_holds(
     assert css(browser, '#progress-bar i').get_attribute('style').replace(' ', '') in ('width:100%;', 'width:100.0%;')
     screenshot(browser, 'dashboard-job.png')
 
+    browser.get(site + '/queues/busy')  # its events arrive as they happen (the queue's stream, over SSE)
+    wait_for(lambda: css(browser, '#events').get_attribute('data-stream') == 'open', 'the event stream to open')
+    live = busy.enqueue('tests.dashboard_jobs.sleep', 0.01)
+    wait_for(lambda: int(css(browser, '#events').get_attribute('data-received') or 0) >= 3, 'three live events')
+    shown = [row.text.split() for row in cells(browser, '#events tbody tr')[:3]]
+    assert [row[2] for row in shown] == ['finished', 'started', 'queued'] and {row[3] for row in shown} == {live.id}
+
     browser.get(site + '/workers')
     rows = cells(browser, '#workers tr[data-worker]')
     assert sorted(row.get_attribute('data-worker') for row in rows) == ['busy-0', 'busy-1']
