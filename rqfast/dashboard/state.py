@@ -78,7 +78,8 @@ class Dashboard:
     def render(self, request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
         """A page, with what every page has (the CSRF token, links, the notice of the last action)."""
         identity, fresh = guard.csrf_id(request)
-        notice = unquote(request.cookies.get(NOTICE_COOKIE, ''))
+        fragment = template.endswith('_live.html')  # a live update: the notice is the page's to show
+        notice = '' if fragment else unquote(request.cookies.get(NOTICE_COOKIE, ''))
         body = self.templates.get_template(template).render(
             request=request,
             url=lambda route, **params: href(request, route, **params),
