@@ -16,8 +16,9 @@ from starlette.responses import Response, StreamingResponse
 from .. import keys
 from ..events import Event
 from ..text import as_text
+from .contexts import job_context, overview_context
 from .jobview import valid_id
-from .pages import job_context, not_found, overview_context
+from .pages import not_found
 from .state import dashboard_of
 
 MAX_STREAMS = 8  # event streams open at once (each holds a thread and a connection while it waits)
