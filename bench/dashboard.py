@@ -25,7 +25,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ import httpx
 import redis
 
 from bench import counting, rq_side
+from bench.history import CountingConnection, LessTheSampler, SamplerThread, counting_client
 from bench.libs import load_lib
 from bench.redis_server import PrivateRedis, Target
 
@@ -48,30 +48,6 @@ def busy(seconds: float = JOB_SECONDS) -> float:
     """The workers' job: it sleeps, so four workers stay busy without draining 100,000 jobs in the run."""
     time.sleep(seconds)
     return seconds
-
-
-class CountingConnection(redis.Connection):
-    """A connection that counts the commands it sends (MULTI/EXEC apart, as the counted rows do)."""
-
-    sent = 0
-
-    def send_command(self, *args: Any, **kwargs: Any) -> None:
-        CountingConnection.sent += _counted(args)
-        super().send_command(*args, **kwargs)
-
-    def pack_commands(self, commands: Any) -> Any:
-        CountingConnection.sent += sum(_counted(command) for command in commands)
-        return super().pack_commands(commands)
-
-
-def _counted(command: Any) -> int:
-    name = command[0].decode() if isinstance(command[0], bytes) else str(command[0])
-    return 0 if name.upper() in ('MULTI', 'EXEC') else 1
-
-
-def counting_client(url: str) -> redis.Redis:
-    pool = redis.ConnectionPool.from_url(url, connection_class=CountingConnection)
-    return redis.Redis(connection_pool=pool)
 
 
 # --- 1. start and pages
@@ -238,44 +214,6 @@ def sampler_cost(target: Target, samples: int, lines: list[str]) -> None:
 
 
 # --- 3. per-job cost, history on and off
-
-
-class SamplerThread:
-    """A dashboard's sampler, every second, on a counting connection of its own."""
-
-    def __init__(self, url: str) -> None:
-        from rqfast.dashboard.catalog import Catalog
-        from rqfast.dashboard.sampler import Sampler
-
-        self.connection = counting_client(url)
-        self.sampler = Sampler(self.connection, Catalog(self.connection), interval=1)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self) -> None:
-        while not self.stop.wait(1.0):
-            self.sampler.tick()
-
-
-class LessTheSampler(Target):
-    """The measured server, its command counts less what the sampler sent between reset_stats() and
-    command_counts() (the counted run's window: the worker's run alone)."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self.mark = 0
-        self.taken = 0  # the sampler's commands taken out, over the runs
-
-    def reset_stats(self) -> None:
-        super().reset_stats()
-        self.mark = CountingConnection.sent
-
-    def command_counts(self) -> Any:
-        counts = super().command_counts()
-        sent = CountingConnection.sent - self.mark
-        counts.data -= sent
-        self.taken += sent
-        return counts
 
 
 def per_job_cost(url: str, count: int, timeout: float, lines: list[str]) -> None:
