@@ -142,6 +142,17 @@ def test_the_rate_limits_are_shown_without_a_page_waiting_for_their_scan(redis_c
         assert 'data-limit="api"' in client.get('/scheduled').text
 
 
+def test_a_queue_name_that_needs_quoting_has_working_links(redis_conn: redis.Redis) -> None:
+    name = 'reports & mail?#1'
+    job = Queue(name, connection=redis_conn).enqueue('operator.add', 1, 1)
+    with dashboard(redis_conn) as client:
+        link = re.search(r'href="(/queues/[^"]*)"', client.get('/queues').text)
+        assert link and link.group(1) == '/queues/reports%20%26%20mail%3F%231'
+        page = client.get('/queues/reports%20%26%20mail%3F%231/jobs/queued')
+        assert page.status_code == 200 and job.id in page.text
+        assert client.get(f'/jobs/{job.id}').status_code == 200
+
+
 def test_a_function_search_reads_a_bounded_stretch_of_the_list(redis_conn: redis.Redis) -> None:
     queue = Queue('search', connection=redis_conn)
     wanted = [queue.enqueue('operator.mul', n, 2) for n in range(3)]

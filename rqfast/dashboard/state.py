@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
@@ -119,7 +119,7 @@ def here(request: Request) -> str:
 
 def href(request: Request, route: str, /, **params: Any) -> str:
     """The path of the dashboard's route `name`, under the prefix it is mounted at (its ASGI root_path)."""
-    inner = request.app.router.url_path_for(route, **{k: str(v) for k, v in params.items()})
+    inner = request.app.router.url_path_for(route, **{k: quote(str(v), safe='/') for k, v in params.items()})
     return str(request.scope.get('root_path', '')).rstrip('/') + str(inner)
 
 
