@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import bull_side, counting, floors, rq_side
+from bench import bull_side, counting, floors, history, rq_side
 from bench.child import NotAvailable
 from bench.libs import Lib
 from bench.redis_server import Target
@@ -59,6 +59,16 @@ def _counted(worker_class: str, count: int, timeout: float, target: Target) -> R
             f'cmd-{worker_class}': found['commands'],
             f'lua-{worker_class}': found['scripts'],
         }
+
+    return measure
+
+
+def _counted_with_history(count: int, timeout: float, target: Target) -> RqMeasure:
+    """The SimpleWorker's counted rows with a dashboard sampling its history beside it (bench/history.py)."""
+
+    def measure(lib: Lib) -> dict[str, float]:
+        found = history.per_job_beside_sampler(lib, target.url, count, timeout)
+        return {'rt-history': found['round_trips'], 'cmd-history': found['commands']}
 
     return measure
 
@@ -136,6 +146,14 @@ def build(scale: Scale, target: Target) -> list[Scenario]:
     ):
         rows = _counted_rows(worker_class, ' (BullMQ: Worker, concurrency 1)' if bull else '')
         scenarios.append(Scenario(name, rows, _counted(worker_class, count, timeout, t), bull, once=True))
+    beside = 'SimpleWorker, a dashboard sampling its history every second beside it'
+    history_rows = [
+        Row('rt-history', f'round trips per job: {beside}', 'writes/job ↓', False, 1),
+        Row('cmd-history', f'Redis commands per job: {beside}', 'commands/job ↓', False, 1),
+    ]
+    scenarios.append(
+        Scenario('counts-history', history_rows, _counted_with_history(s.count_simple, timeout, t), once=True)
+    )
     for backlog in s.backlogs:
         scenarios.append(
             _timed(
