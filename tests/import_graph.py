@@ -99,7 +99,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 # the base classes rqfast.utils' import_*_class check against (RQ's rq.utils, which a job may import).
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
-    ('rqfast.as_rq', 'site'): (1, _CHILD + "runs without `site` (-S): only `rqfast doctor` reads its folders"),
+    ('rqfast.as_rq', 'site'): (1, _CHILD + 'runs without `site` (-S): only `rqfast doctor` reads its folders'),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
