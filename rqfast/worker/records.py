@@ -48,6 +48,11 @@ class WorkerRecord:
     current_job_working_time: float = 0.0
     current_job: str | None = None
 
+    @property
+    def state_text(self) -> str:
+        """The state as its hash has it ('?' for none)."""
+        return str(getattr(self.state, 'value', self.state))
+
 
 # --- writes
 
