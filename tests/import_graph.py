@@ -127,7 +127,7 @@ TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.worker.inline', 'rqfast.worker.base'): _WORKER_LOOP,
     ('rqfast.worker.loop', 'rqfast.worker.base'): _WORKER_LOOP,
     ('rqfast.worker.recorder', 'rqfast.worker.base'): _WORKER_LOOP,
-    ('rqfast.worker.steps', 'rqfast.worker.base'): _WORKER_LOOP,
+    ('rqfast.worker.slots', 'rqfast.worker.base'): _WORKER_LOOP,
 }
 
 

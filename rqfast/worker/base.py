@@ -5,13 +5,13 @@ claim in hand, or claim one, execute it, finish it and take the next claim from 
 call); at N, up to N jobs in flight. It waits (blocking) while the queues are empty and stops on
 burst, max_jobs, max_idle_time or a signal; recorder.py records how each job ended.
 
-What owns state is an object the worker holds, with a narrow interface: its hash (records.WorkerHash:
+What owns state is an object the worker holds, with a narrow interface: its hash (workerhash.WorkerHash:
 birth, death, heartbeats), the command listener (commands.py), its duties (upkeep.Duties: heartbeat
 and maintenance threads, the scheduler), a stop request (signals.StopRequest), the loop and its
 recorder, its finisher (finishing.Finisher: a claimed job loaded, run inline and recorded), the
 Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the worker's own
 methods, which call those objects: RQ's extension points (register_birth, heartbeat, request_stop,
-perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API (records.WorkerReads,
+perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API (workerhash.WorkerReads,
 stepwise.py), mixins with no state of their own; and rqfast's own, below RQ's: `execute` (how a job
 is executed: simple.py's, forking.py's or spawn.py's) and `_finish` (recording it), which the
 finisher calls. What the mixins read from the worker is declared once, in declared.py.
@@ -53,7 +53,7 @@ from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
-from . import keyspaces, records
+from . import keyspaces, workerhash
 from .commands import CommandListener
 from .finishing import Finisher
 from .hooks import JobHooks, handler_list
@@ -69,7 +69,7 @@ from .queues import (
     worker_queue,
 )
 from .recorder import Recorder
-from .records import WorkerHash, WorkerReads
+from .workerhash import WorkerHash, WorkerReads
 from .rq_api import RQWorkerAPI
 from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
 from .signals import StopRequest, StopSignals
@@ -149,10 +149,10 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         self.log = logger
         self.pid = os.getpid()
         self.hostname = socket.gethostname()
-        self.ip_address = records.client_address(connection, self.name) if prepare_for_work else 'unknown'
+        self.ip_address = workerhash.client_address(connection, self.name) if prepare_for_work else 'unknown'
         self.version = VERSION
         self.python_version = sys.version
-        self._hash = WorkerHash(connection, self.name, logger)  # birth, death, heartbeats (records.py)
+        self._hash = WorkerHash(connection, self.name, logger)  # birth, death, heartbeats (workerhash.py)
         self._duties = Duties(connection, self.name, logger)  # upkeep threads, scheduler (upkeep.py)
         self._listener: CommandListener | None = None  # RQ's commands while working (subscribe())
         self.successful_job_count = 0
@@ -216,7 +216,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
             self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
         return self._engine_client
 
-    # --- what the worker writes about itself (RQ's extension points; its hash: records.WorkerHash)
+    # --- what the worker writes about itself (RQ's extension points; its hash: workerhash.WorkerHash)
 
     def register_birth(self) -> None:
         about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}

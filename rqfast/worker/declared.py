@@ -1,7 +1,7 @@
 """What the worker's mixins read from the worker, declared once for mypy (WorkerAttributes).
 
 BaseWorker sets these attributes (its __init__) or defines these methods; the mixins it is made of
-(hooks.py, calling.py, records.WorkerReads, stepwise.py, signals.py, rq_api.py) read
+(hooks.py, calling.py, workerhash.WorkerReads, stepwise.py, signals.py, rq_api.py) read
 or call them on `self`. Each mixin subclasses this class instead of repeating what it reads; what
 a mixin alone reads from another worker file (the loop's recorder, the worker's hash...) it declares
 itself, and a class attribute it gives a value is its own.

@@ -47,14 +47,14 @@ from ..outcome import Outcome, OutcomeKind
 from .horses import Horses
 from .inline import Inline
 from .signals import ColdShutdown
-from .slots import (
+from .threads import (
     Done,
     Running,
     claimed_timeout,
     stopped_outcome,
     timed_out_outcome,
 )
-from .steps import Slots
+from .slots import Slots
 from .waiting import REDIS_LOST, empty_wait, log_dropped, redis_lost, stays_suspended
 
 if TYPE_CHECKING:

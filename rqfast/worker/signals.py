@@ -18,7 +18,7 @@ from redis import Redis
 from .. import dates
 from ..exceptions import StopRequested
 from ..status import WorkerStatus
-from . import keyspaces, records
+from . import keyspaces, workerhash
 from .declared import WorkerAttributes
 
 # SIGKILL where the platform has it: a horse cannot ignore it
@@ -71,7 +71,7 @@ class StopRequest:
     def record(self) -> None:
         """Write the request's date into the worker hash (on a thread of its own: see request_stop)."""
         try:
-            records.write_shutdown_request(self.connection, self.name, self.at or dates.now())
+            workerhash.write_shutdown_request(self.connection, self.name, self.at or dates.now())
         except redis.RedisError as exc:
             self.log.warning('Worker %s: could not record the shutdown request: %s', self.name, exc)
 

@@ -20,7 +20,7 @@ from ..executions import Execution, heartbeat_ttl, prepare_execution
 from ..job import Job
 from ..status import JobStatus, WorkerStatus
 from .declared import WorkerAttributes
-from .records import write_current_job, write_heartbeat
+from .workerhash import write_current_job, write_heartbeat
 
 Method = TypeVar('Method', bound=Callable[..., Any])
 
