@@ -20,8 +20,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import dates, engine
 from ..execution import fail_job
@@ -29,54 +28,11 @@ from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from ..text import as_text
 from ..timeouts import JobTimeoutException, parse_timeout
+from .context import WorkerContext
+from .running import Ack
 
 Report = Callable[[object, Any], None]
 STOPPED = 'rqfast: job stopped by a stop-job command while it ran on a thread or the event loop\n'
-
-
-@dataclass
-class Running:
-    """A job in flight: its claim, the job, when its time is up, its task (an async job's)."""
-
-    claim: engine.Claim
-    job: Job | None  # set by its thread once loaded
-    deadline: float | None  # monotonic; a thread job is failed here (an async job times out by itself)
-    timeout: int
-    task: Any = None
-    acks: int = 0  # its hooks' records the loop answered (Tails: the hooks go on after them)
-    began: float = 0.0  # monotonic, when its slot took it
-
-
-class Done(NamedTuple):
-    """A job's report: how it ended, the Plan recording it, and the outcome as finish_jobs takes it;
-    `ack`: the job's thread waits on it until the loop has recorded it (a worker subclass's hooks)."""
-
-    outcome: Outcome
-    plan: engine.Plan
-    ended: engine.Ended
-    ack: Ack | None = None
-
-
-class Ack:
-    """A job thread's wait for the loop to record its outcome: set with whether it was recorded."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.recorded = False
-
-    def set(self, recorded: bool) -> None:
-        self.recorded = recorded
-        self._event.set()
-
-    def wait(self, gone: Callable[[], bool]) -> bool:
-        """True once recorded; False if fenced off, dropped (too late), or the loop is `gone()`."""
-        while not self._event.wait(1.0):
-            if gone():
-                return False
-        return self.recorded
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
 
 
 class Tails:
@@ -273,26 +229,26 @@ _timeouts: dict[Any, int] = {}  # a stored timeout -> its seconds (0: none, or u
 # --- how a job ended, when it could not say: its thread runs on, or its task was cancelled
 
 
-def timed_out_outcome(worker: Any, job: Job, timeout: int, penalty: Any) -> Outcome:
+def timed_out_outcome(context: WorkerContext, job: Job, timeout: int, penalty: Any) -> Outcome:
     """A job past its deadline: failed with JobTimeoutException, its failure callback and handlers run."""
     message = f'Task exceeded maximum timeout value ({timeout} seconds)'
-    worker.log.warning('Worker %s: job %s failed: %s (its thread runs on)', worker.name, job.id, message)
+    context.log.warning('Worker %s: job %s failed: %s (its thread runs on)', context.name, job.id, message)
     try:
         raise JobTimeoutException(message)
     except JobTimeoutException:
-        return fail_job(job, sys.exc_info(), penalty, worker._exc_handlers)
+        return fail_job(job, sys.exc_info(), penalty, context.exception_handlers)
 
 
-def stopped_outcome(worker: Any, job: Job, task: Any, penalty: Any) -> Outcome:
+def stopped_outcome(context: WorkerContext, job: Job, task: Any, penalty: Any) -> Outcome:
     """A job stopped by a stop-job command: its task (an async job's) cancelled, its stopped callback run."""
     if task is not None:
         task.cancel()
     job.ended_at = job.last_heartbeat = dates.now()
-    worker.log.warning('Worker %s: job %s stopped by user', worker.name, job.id)
+    context.log.warning('Worker %s: job %s stopped by user', context.name, job.id)
     try:
         job.execute_stopped_callback(penalty)
     except Exception:
-        worker.log.exception('Job %s: error while executing stopped callback', job.id)
+        context.log.exception('Job %s: error while executing stopped callback', job.id)
     return Outcome(OutcomeKind.STOPPED, exc_string=STOPPED)
 
 
