@@ -100,11 +100,9 @@ def write_heartbeat(
     working_time: str,
     in_flight: list[tuple[str, str, str]],
     grace: int = JOB_HEARTBEAT_GRACE,
-) -> tuple[bool, list[str]]:
-    """Refresh the hash and every job in flight (id, queue, execution id), fenced on each execution.
-
-    Returns (whether rq:suspended is set, ids of the jobs in flight this worker no longer owns).
-    """
+) -> workerscripts.HeartbeatReply:
+    """Refresh the hash and every job in flight (id, queue, execution id), fenced on each execution: whether
+    rq:suspended is set, and the ids of the jobs in flight this worker no longer owns."""
     return workerscripts.heartbeat(
         connection, name, ttl, engine._times(moment), job_ttl, working_time, in_flight, grace
     )
@@ -210,17 +208,15 @@ class WorkerHash:
         jobs = [(c.job_id or '', c.queue or '', c.execution_id) for c in in_flight]
         working = repr(time.monotonic() - started) if jobs and started is not None else ''
         ttl = worker_ttl + 60 if not jobs else monitoring + 60
-        suspended, lost = write_heartbeat(
-            self.connection, self.name, ttl, moment, monitoring + grace, working, jobs, grace
-        )
-        for job_id in lost:
+        reply = write_heartbeat(self.connection, self.name, ttl, moment, monitoring + grace, working, jobs, grace)
+        for job_id in reply.lost:
             self.log.warning(
                 "Worker %s: job %s is no longer this worker's (its execution ended: recovered or claimed "
                 'again elsewhere); its outcome will not be recorded',
                 self.name,
                 job_id,
             )
-        return suspended
+        return reply.suspended
 
     def beat_into(self, target: Any, ttl: int) -> None:
         """RQ's heartbeat: the hash and its executions index only, kept `ttl` seconds (`target`: a pipeline
