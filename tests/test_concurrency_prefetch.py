@@ -80,7 +80,8 @@ def test_the_jobs_recent_run_time_decides_how_many_are_held(redis_conn: redis.Re
     loop = worker._loop_of(30)
     assert loop._prefetch() == 0
     loop.run_time = 0.01
-    assert loop._prefetch() == 3 and SimpleWorker(['q'], connection=redis_conn)._loop_of(4)._prefetch() == 0  # (no report yet in the new one)
+    fresh = SimpleWorker(['q'], connection=redis_conn)._loop_of(4)
+    assert loop._prefetch() == 3 and fresh._prefetch() == 0  # (no report yet in the new one)
     loop.run_time = 0.2
     assert loop._prefetch() == 0
     small = worker._loop_of(4)

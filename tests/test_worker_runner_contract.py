@@ -155,7 +155,9 @@ def test_a_patch_on_rqfasts_own_class_counts_whatever_wraps_it(redis_conn: redis
         if patch == 'wraps':
             BaseWorker.perform_job = wrapped  # type: ignore[method-assign]
         else:
-            wrapt.wrap_function_wrapper(BaseWorker, 'perform_job', lambda f, i, a, k: calls.append(a[0].id) or f(*a, **k))
+            wrapt.wrap_function_wrapper(
+                BaseWorker, 'perform_job', lambda f, _, a, k: calls.append(a[0].id) or f(*a, **k)
+            )
         try:
             for klass in (SimpleWorker, Worker):
                 job = queue.enqueue(rw.ok, patch)

@@ -52,8 +52,8 @@ from .loading import JobLoader
 from .recorder import Recorder
 from .runner import Runner
 from .running import Done, Running
-from .stopping import ColdShutdown, StopRequest
 from .slots import Slots
+from .stopping import ColdShutdown, StopRequest
 from .threads import claimed_timeout, stopped_outcome, timed_out_outcome
 from .waiting import REDIS_LOST, empty_wait, log_dropped, redis_lost, stays_suspended
 

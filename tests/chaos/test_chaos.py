@@ -239,8 +239,9 @@ def test_a_parent_killed_while_its_horses_hold_their_reports_leaves_each_outcome
     worker = fleet.WorkerProcess(server.url, options, tmp_path / f'{worker_class}.log')
     try:
         fleet.wait_until(
-            lambda: conn.hget(short.key, 'status') == b'finished'
-            and all(fleet.runs(marks, job.id)[0] == 1 for job in long),
+            lambda: (
+                conn.hget(short.key, 'status') == b'finished' and all(fleet.runs(marks, job.id)[0] == 1 for job in long)
+            ),
             120,
             f'the short job recorded and the seven long ones running\n{worker.log()[-3000:]}',
         )
