@@ -85,7 +85,8 @@ class WorkerRef:
 def _claim_from_reply(reply: workerscripts.ClaimReply | None, execution_id: str, moment: datetime) -> Claim:
     assert reply is not None
     claim = Claim(dropped=[as_text(d) for d in reply.dropped or []], suspended=bool(reply.suspended))
-    claim.dead_lettered = _dead_lettered(reply.dead_lettered)
+    if reply.dead_lettered:
+        claim.dead_lettered = _dead_lettered(reply.dead_lettered)
     claim.recorded = bool(reply.recorded)
     if reply.job_id:
         claim.job_id, claim.queue, claim.execution_id = as_text(reply.job_id), as_text(reply.queue), execution_id
@@ -269,7 +270,8 @@ def finish_jobs(
         claims.append(Claim(as_text(job_id), as_text(queue), execution_id, raw, moment))
     dropped = [as_text(d) for d in reply.dropped or []]
     batch = Batch([bool(r) for r in reply.recorded], claims, dropped, bool(reply.suspended))
-    batch.dead_lettered = _dead_lettered(reply.dead_lettered)
+    if reply.dead_lettered:
+        batch.dead_lettered = _dead_lettered(reply.dead_lettered)
     return batch
 
 

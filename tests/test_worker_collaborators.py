@@ -155,8 +155,10 @@ def test_the_runner_runs_a_job_here_and_logs_its_exception_where_it_raised(
     for _ in range(2):
         claim = parts.recorder.claim()
         job, _ = parts.loader.load(claim)
+        running = Running(claim, job)
+        running.penalty = NoDeathPenalty  # (a slot thread's: no SIGALRM off the main thread)
         with caplog.at_level(logging.ERROR, logger='rqfast.worker'):
-            outcomes.append(parts.runner.run(Running(claim, job, penalty=NoDeathPenalty)))
+            outcomes.append(parts.runner.run(running))
     assert [o.kind for o in outcomes if o is not None] == [OutcomeKind.SUCCESS, OutcomeKind.FAILURE]
     assert outcomes[0] is not None and outcomes[0].value == 4
     assert 'ZeroDivisionError' in caplog.text and 'exception raised while executing' in caplog.text

@@ -334,22 +334,12 @@ class Context:
     """The worker read-only, as its collaborators see it (context.WorkerContext): what they read of it,
     read when used; the one write is the count of a recorded end into the worker's RQ counters."""
 
-    __slots__ = ('_worker',)
+    __slots__ = ('_worker', 'name', 'connection', 'log')
 
     def __init__(self, worker: BaseWorker) -> None:
         self._worker = worker
-
-    @property
-    def name(self) -> str:
-        return self._worker.name
-
-    @property
-    def log(self) -> logging.Logger:
-        return self._worker.log
-
-    @property
-    def connection(self) -> Redis:
-        return self._worker.connection
+        # its name, connection and logger are its own for life (its hash, duties and stop request take them too)
+        self.name, self.connection, self.log = worker.name, worker.connection, worker.log
 
     @property
     def job_class(self) -> type[Job]:

@@ -210,7 +210,8 @@ class HookCaller:
                 execution = self.recorder.local_execution()
             execution_id = execution.id if execution is not None and execution.job_id == job.id else ''
             claim = engine.Claim(job.id, name, execution_id, started_at=job.started_at or dates.now())
-            running = Running(claim, job, by_hand=True)
+            running = Running(claim, job)
+            running.by_hand = True
             if execution_id:
                 running.execution = execution
             self.hold(running)

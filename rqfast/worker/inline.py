@@ -68,7 +68,8 @@ class Inline:
         recorder.busy_since = None  # (the run's own, from now)
         recorder.hold(claim)
         running = Running(claim, now=now)
-        running.deliver = lambda outcome: self.deliver(running, outcome, claim_next)
+        if self.runner.hooks.hooked:  # (a hook's record is this job's one call)
+            running.deliver = lambda outcome: self.deliver(running, outcome, claim_next)
         outcome: Outcome | None = None
         try:
             running.job, outcome = loader.load(claim, now)

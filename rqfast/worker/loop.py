@@ -341,7 +341,8 @@ class Loop:
         now = time.monotonic()
         # (a horse times out by itself, and its watcher kills it after a grace)
         deadline = now + timeout if timeout > 0 and not self.runner.enforces_timeout else None
-        running = Running(claim, deadline=deadline, timeout=timeout, began=now)
+        running = Running(claim)
+        running.deadline, running.timeout, running.began = deadline, timeout, now
         self.running[claim.execution_id] = running
         self._slots().start(running)
 
@@ -365,8 +366,6 @@ class Loop:
             return engine.Batch([], [first] if first else [], suspended=first.suspended)
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
         slots = self._slots()
-        for running, _ in ended:
-            slots.job_of(running)
         try:
             batch = recorder.finish_many([done.ended for _, done in ended], claim, still, now)
         except BaseException:
@@ -374,7 +373,8 @@ class Loop:
                 runner.release(running, recorded=False)  # (its horse records it itself)
             raise
         for (running, done), recorded in zip(ended, batch.recorded, strict=True):
-            runner.release(running)  # its horse, standing by after its report, may exit
+            if running.ack_fd >= 0:
+                runner.release(running)  # its horse, standing by after its report, may exit
             # (a hook logs its own lines)
             recorder.account(running, done.outcome, done.plan, recorded, log=done.ack is None)
             if done.ack is not None:

@@ -15,14 +15,19 @@ one it calls `execute` itself: what those defaults would do, without the calls.
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Any
 
+from .. import dates
+from ..execution import fail_job, run_job
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
 from .calling import HookCaller
 from .context import WorkerContext
 from .joblog import JobLog
+from .loading import clock
 from .running import Running
+from .stopping import ColdShutdown
 
 
 class Runner:
@@ -51,7 +56,15 @@ class Runner:
         replaced; an exception is logged where the job raised, as RQ logs it."""
         if self.hooks.performs:
             return self.hooks.perform_here(job, running)
-        outcome = self.hooks.run_job(job, running)
+        context = self.context
+        penalty, handlers = running.penalty or context.death_penalty_class, context.exception_handlers
+        times = dates.now if running.now is None else clock(running.now)
+        try:
+            outcome = run_job(job, penalty, handlers, default_timeout=context.queue_class.DEFAULT_TIMEOUT, clock=times)
+        except ColdShutdown:  # the worker's own stop: the job is failed with it, and the worker stops
+            raise
+        except BaseException:  # SystemExit, KeyboardInterrupt, CancelledError... from the job: a failure, as in RQ
+            outcome = fail_job(job, sys.exc_info(), penalty, handlers, times)
         if outcome.kind is OutcomeKind.FAILURE:
             self.joblog.exception(job, outcome.exc_string)
         return outcome

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -20,11 +19,12 @@ from ..job import Job
 from ..outcome import Outcome
 
 
-@dataclass(eq=False)
 class Running:
-    """A claimed job while it runs: its claim and job, where and until when it runs, and how it ended."""
+    """A claimed job while it runs: its claim and job, where and until when it runs, and how it ended.
 
-    claim: engine.Claim
+    (A plain class: its fields but the first three are class-level defaults until set, so the record
+    costs the loop three stores per job, not one per field.)"""
+
     job: Job | None = None  # set once loaded
     now: datetime | None = None  # a pinned time (step(now)): the times the run records
     penalty: Any = None  # the death penalty that works where it runs (None: the worker's own)
@@ -43,6 +43,13 @@ class Running:
     reported: bool = True  # run in a horse: whether the horse reported (False: it died, or was stopped)
     func_name: str | None = None  # the function's name as its horse reported it (for its webhooks)
     ack_fd: int = -1  # its horse's job pipe: one byte there once the outcome is recorded lets the horse exit
+
+    def __init__(self, claim: engine.Claim, job: Job | None = None, now: datetime | None = None) -> None:
+        self.claim = claim
+        if job is not None:
+            self.job = job
+        if now is not None:
+            self.now = now
 
 
 class Done(NamedTuple):

@@ -49,6 +49,8 @@ class Slots:
         self.loader = loader
         self.runner = runner
         self.joblog = loader.joblog
+        # a SimpleWorker's `async def` job, when no hook is replaced, runs as a task of the event loop
+        self.in_process = loader.in_process
         self.report = report
         self.gone = gone  # the loop has ended: a job thread waiting for its record stops waiting
         self.threads = Threads(context.name, report)
@@ -93,7 +95,7 @@ class Slots:
         poison = self._load(running)
         if poison is not None:
             return poison
-        if self._on_event_loop(self.job_of(running)):
+        if self.in_process and not self.runner.hooks.hooked and is_async(self.job_of(running)):
             self._run_on_loop(running)
         else:
             self.async_next = False
@@ -113,28 +115,31 @@ class Slots:
         self.joblog.start(job, claim.queue or '')
         return None
 
-    def _on_event_loop(self, job: Job) -> bool:
-        """A SimpleWorker's `async def` job with no hook replaced runs as a task of the event loop."""
-        return self.loader.in_process and not self.runner.hooks.hooked and is_async(job)
-
     def _load_and_run(self, running: Running) -> Done | None:
         """On a job thread: load the job, run it (or hand it to the event loop), plan its record."""
         poison = self._load(running)
         if poison is not None:
             return poison
-        if self._on_event_loop(self.job_of(running)):
+        runner, job = self.runner, self.job_of(running)
+        if runner.hooks.hooked:
+            self.async_next = False
+            return self._run(running)
+        if self.in_process and is_async(job):
             with self._events_lock:
                 if self.events is None:
                     self.events = EventLoop(self.context.name, self.report)
             self._run_on_loop(running)
             return None  # the event loop reports it
         self.async_next = False
-        return self._run(running)
+        running.penalty = self.penalty
+        return self.done(running, runner.execute(job, running))  # (no hook replaced: the runner's own execute)
 
     def _run(self, running: Running) -> Done | None:
         """The runner runs the job on this thread; a hook's record reaches the loop through _deliver (and
         a hook that records nothing leaves the job started, as at concurrency 1)."""
         running.penalty = self.penalty
+        if not self.runner.hooks.hooked:
+            return self.done(running, self.runner.execute(self.job_of(running), running))
         running.deliver = lambda outcome: self._deliver(running, outcome)
         try:
             outcome = self.runner.run(running)
