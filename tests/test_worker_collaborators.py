@@ -120,7 +120,7 @@ def test_the_recorder_claims_and_records_with_one_call_that_claims_the_next(conn
     parts.recorder.hold(claim)
     job, poison = parts.loader.load(claim)
     assert poison is None and job.args == (1, 2)
-    following = parts.recorder.finish_one(Running(claim, job), Outcome(OutcomeKind.SUCCESS, 3), claim_next=True)
+    following = parts.recorder.record(Running(claim, job), Outcome(OutcomeKind.SUCCESS, 3), claim_next=True)
     assert following.job_id == second.id and following.recorded
     assert Job.fetch(first.id, connection=connection).return_value() == 3
     assert parts.recorder.in_flight == {} and parts.recorder.state is WorkerStatus.BUSY

@@ -362,7 +362,7 @@ class HookCaller:
                 self.joblog.completed(job)
             return
         try:
-            self.recorder.finish_one(running, outcome, claim_next=False, now=running.now, log=False)
+            self.recorder.record(running, outcome, claim_next=False, now=running.now, log=False)
         finally:
             self.release(running)
         self.recorder.held.pop(running.claim.execution_id, None)  # ended (RQ's cleanup_execution)

@@ -95,7 +95,7 @@ class Inline:
     def record(self, running: Running, outcome: Outcome, claim_next: bool, now: datetime | None) -> engine.Claim:
         """The job's one finish_job call (claiming the next); then its horse, if it has one, may go."""
         try:
-            next_claim = self.recorder.finish_one(running, outcome, claim_next, now)
+            next_claim = self.recorder.record(running, outcome, claim_next, now)
         except BaseException:
             self.runner.release(running, recorded=False)
             raise
@@ -108,7 +108,7 @@ class Inline:
         running.deliver = None  # (a second record is one by hand, claiming nothing)
         claim_next = claim_next and not self.stop.requested
         try:
-            self.claimed = self.recorder.finish_one(running, outcome, claim_next, running.now, log=False)
+            self.claimed = self.recorder.record(running, outcome, claim_next, running.now, log=False)
         except BaseException:
             self.runner.release(running, recorded=False)
             raise

@@ -367,7 +367,7 @@ class Loop:
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
         slots = self._slots()
         try:
-            batch = recorder.finish_many([done.ended for _, done in ended], claim, still, now)
+            batch = recorder.finish([done.ended for _, done in ended], claim, still, now)
         except BaseException:
             for running, _ in ended:
                 runner.release(running, recorded=False)  # (its horse records it itself)

@@ -35,7 +35,7 @@ from . import keyspaces
 from .context import WorkerContext
 from .joblog import JobLog
 from .order import QueueOrder
-from .running import Running
+from .running import Done, Running
 from .waiting import REDIS_LOST, Waiter, log_dropped
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 from .workerhash import WorkerHash
@@ -160,34 +160,37 @@ class Recorder:
             disable_default_exception_handler=disable_handler,
         )
 
-    # --- recording: one job (and its next claim), or several (and as many claims)
+    # --- recording: one entry, finish(), for one job or several (and as many claims)
 
-    def finish_one(
-        self, running: Running, outcome: Outcome, claim_next: bool, now: datetime | None = None, log: bool = True
-    ) -> engine.Claim:
-        """One finish_job call: the job's end, and its next claim (unless not claim_next); then the counters,
-        webhooks and (with `log`) RQ's lines of a recorded end."""
-        claim, job = running.claim, running.job
+    def done(self, running: Running, outcome: Outcome, now: datetime | None = None, pack: bool = False) -> Done:
+        """How the job ended and what records it: its Plan and the outcome as finish() takes it (`pack`:
+        its finish_jobs arguments made now, where the job ran, off the loop's thread)."""
+        job, claim = running.job, running.claim
         assert job is not None
-        job_id = claim.job_id or ''
         plan = self.plan(job, claim, outcome, running.stopped, now or dates.now())
-        working = working_time(job)
-        try:
-            next_claim = self._finish_job(job_id, claim.queue or '', claim.execution_id, plan, working, claim_next, now)
-        finally:
-            self.release(job_id)
-        self.state = WorkerStatus.BUSY if next_claim else WorkerStatus.IDLE
-        self.account(running, outcome, plan, next_claim.recorded, log=log, working=working)
-        return next_claim
+        working, queue = working_time(job), claim.queue or ''
+        if pack:
+            interval = self.context.job_monitoring_interval
+            return Done(outcome, plan, engine.ended(job.id, queue, claim.execution_id, plan, working, interval))
+        return Done(outcome, plan, engine.Ended(job.id, queue, claim.execution_id, plan, working))
 
-    def finish_many(
-        self, ended: list[engine.Ended], claim: int, still_running: str, now: datetime | None = None
+    def finish(
+        self, ended: list[engine.Ended], claim: int, still_running: str = '', now: datetime | None = None
     ) -> engine.Batch:
-        """One finish_jobs call: every outcome in `ended`, and up to `claim` jobs claimed (none once a
-        call failed: the failed call may have claimed them already). Accounting is the caller's
-        (account(), per job), once what it holds for the recorded jobs is let go."""
+        """Record how these jobs ended and claim up to `claim` jobs, in one call; the recorded jobs are no
+        longer held. One job, at most one claim and nothing else in flight (a worker at concurrency 1):
+        finish_job, its fast path; else finish_jobs (`still_running`: a job of the worker that runs on).
+        Retried while Redis is unreachable, never recorded twice (none claimed once a call failed: it
+        may have claimed them already). Accounting is the caller's (account(), per job)."""
         for done in ended:
             self.release(done.job_id)
+        if len(ended) == 1 and claim <= 1 and not still_running:
+            one = ended[0]
+            found = self._finish_job(
+                one.job_id, one.queue, one.execution_id, one.plan, one.working_time, claim == 1, now
+            )
+            claims = [found] if found else []
+            return engine.Batch([found.recorded], claims, found.dropped, found.suspended, found.dead_lettered)
         still = self.in_flight.get(still_running)
         backoff = Backoff()
         while True:
@@ -204,6 +207,27 @@ class Recorder:
             except REDIS_LOST as exc:
                 self._retrying(f'{len(ended)} job(s)', exc, backoff)
                 claim = 0
+
+    def record(
+        self, running: Running, outcome: Outcome, claim_next: bool, now: datetime | None = None, log: bool = True
+    ) -> engine.Claim:
+        """One job's end (finish(), claiming the next unless not claim_next); then the counters, webhooks
+        and (with `log`) RQ's lines of a recorded end. The answer is the next claim (empty when none)."""
+        job, claim = running.job, running.claim
+        assert job is not None
+        plan = self.plan(job, claim, outcome, running.stopped, now or dates.now())
+        working = working_time(job)
+        ended = engine.Ended(job.id, claim.queue or '', claim.execution_id, plan, working)
+        batch = self.finish([ended], int(claim_next), '', now)
+        if batch.claims:
+            found = batch.claims[0]
+            self.state = WorkerStatus.BUSY
+        else:  # (none claimed: what the call saw instead)
+            found = engine.Claim(dropped=batch.dropped, suspended=batch.suspended, dead_lettered=batch.dead_lettered)
+            self.state = WorkerStatus.IDLE
+        found.recorded = batch.recorded[0]
+        self.account(running, outcome, plan, found.recorded, log=log, working=working)
+        return found
 
     def _finish_job(
         self,

@@ -17,7 +17,7 @@ import threading
 import traceback
 from collections.abc import Callable
 
-from .. import dates, engine, keys
+from .. import keys
 from ..execution import run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
@@ -180,13 +180,10 @@ class Slots:
     def done(self, running: Running, outcome: Outcome, log: bool = False) -> Done:
         """How the job ended and the Plan recording it (made where it ran, off the loop's path); `log`: RQ's
         error line for a failure the loop made (a job past its deadline)."""
-        job, claim = self.job_of(running), running.claim
+        job = self.job_of(running)
         if log and outcome.kind is OutcomeKind.FAILURE:
             self.joblog.exception(job, outcome.exc_string)
-        plan = self.recorder.plan(job, claim, outcome, running.stopped, dates.now())
-        working = (job.ended_at - job.started_at).total_seconds() if job.ended_at and job.started_at else 0.0
-        interval = self.context.job_monitoring_interval
-        return Done(outcome, plan, engine.ended(job.id, claim.queue or '', claim.execution_id, plan, working, interval))
+        return self.recorder.done(running, outcome, pack=True)
 
     # --- a job that ended before it was loaded (past its deadline, stopped, a cold shutdown)
 

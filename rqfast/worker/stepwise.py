@@ -62,7 +62,7 @@ class Stepwise(WorkerAttributes):
         recorder.hold(claim)
         job, poison = self._loader.load(claim, in_process=True)  # the caller performs it here
         if poison is not None:
-            recorder.finish_one(Running(claim, job), poison, claim_next=False)
+            recorder.record(Running(claim, job), poison, claim_next=False)
             return None
         self._loader.joblog.start(job, claim.queue or '')
         self._hooks.hold(Running(claim, job))
