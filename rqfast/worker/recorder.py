@@ -67,13 +67,15 @@ class Recorder:
         if write:
             self.hash.write_state(state)
 
-    def hold(self, claim: engine.Claim) -> None:
-        """A claimed job is the worker's to run (and to keep alive) until its end is recorded."""
+    def hold(self, claim: engine.Claim, busy: bool = True) -> None:
+        """A claimed job is the worker's to run (and to keep alive) until its end is recorded; the worker is
+        busy (unless not `busy`: RQ's by-hand steps leave that to prepare_execution)."""
         self.in_flight[claim.job_id or ''] = claim
         self.order.claimed_from(claim.queue or '')  # (round robin: the next claim starts after its queue)
-        self.state = WorkerStatus.BUSY
-        if self.busy_since is None:
-            self.busy_since = time.monotonic()
+        if busy:
+            self.state = WorkerStatus.BUSY
+            if self.busy_since is None:
+                self.busy_since = time.monotonic()
 
     def idle(self) -> None:
         """Nothing in flight, nothing claimed: the worker is idle."""

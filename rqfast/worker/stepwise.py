@@ -59,7 +59,7 @@ class Stepwise(WorkerAttributes):
             if left <= 0:
                 return None
             moved = recorder.waiter().wait(max(1, int(left + 0.999)))
-        recorder.hold(claim)
+        recorder.hold(claim, busy=False)  # (prepare_execution makes the worker busy, as RQ's)
         job, poison = self._loader.load(claim, in_process=True)  # the caller performs it here
         if poison is not None:
             recorder.record(Running(claim, job), poison, claim_next=False)
