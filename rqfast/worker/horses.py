@@ -87,7 +87,7 @@ class InHorses(Runner):
         deadline = time.monotonic() + timeout + worker.horse_kill_grace if timeout > 0 else None
         with self.lock:
             work_horse = self.pool.take()
-            self.hand_over(work_horse, running)
+            self._send(work_horse, running)
             self.pool.keep_spares(worker.waiting_horses)
             self.pool.reap_exited()
         if job.id in self.stopped:  # a stop-job came before the horse had the job
@@ -97,6 +97,10 @@ class InHorses(Runner):
 
     def hand_over(self, work_horse: Horse, running: Running) -> None:
         """Send the claimed job to the horse; its job pipe stays open for the acknowledgement (release())."""
+        with self.lock:
+            self._send(work_horse, running)
+
+    def _send(self, work_horse: Horse, running: Running) -> None:
         claim = running.claim
         job = (claim.job_id, claim.raw, claim.started_at, claim.queue or '', claim.execution_id)
         try:
@@ -104,8 +108,7 @@ class InHorses(Runner):
         except BrokenPipeError:  # the horse died just now: watching it tells how
             pass
         running.ack_fd, work_horse.job_fd = work_horse.job_fd, -1
-        with self.lock:
-            self.pids[claim.job_id or ''] = work_horse.pid
+        self.pids[claim.job_id or ''] = work_horse.pid
 
     def watch(self, work_horse: Horse, deadline: float | None, job_id: str) -> reports.HorseEnd:
         """Its report, its exit, or its deadline (then it is killed), from this thread."""
@@ -115,9 +118,8 @@ class InHorses(Runner):
             kill_group(pid, signal.SIGKILL)
 
         def forget() -> None:  # (first: no command kills its pid once it has been reaped)
-            with self.lock:
-                if self.pids.get(job_id) == pid:
-                    del self.pids[job_id]
+            if self.pids.get(job_id) == pid:
+                self.pids.pop(job_id, None)
 
         pool: Any = self.locked  # (watch() only reaps, retires and closes through it)
         return watching.watch(work_horse, deadline, self.worker.horse_poll_interval, pool, kill, forget)
@@ -125,8 +127,8 @@ class InHorses(Runner):
     def outcome(self, job: Job, running: Running, pid: int, end: reports.HorseEnd, timeout: int) -> Outcome:
         """What the horse's end means for the job: its report, or why it sent none (stopped, killed after
         its timeout, died)."""
-        with self.lock:
-            stopped = job.id in self.stopped
+        stopped = job.id in self.stopped
+        if stopped:
             self.stopped.discard(job.id)
         running.reported = end.report is not None
         if end.report is not None:
@@ -164,14 +166,13 @@ class InHorses(Runner):
                 os.write(fd, RECORDED)
             except OSError:  # the horse is gone
                 pass
-        self.locked.close(fd)
+        self.pool.close(fd)  # (the pool's set of open pipes: no breeder socket is read here)
 
     # --- stopping and killing
 
     def stop(self, job_id: str) -> bool:
         """A stop-job: the job's horse is killed, and its end read as stopped."""
-        with self.lock:
-            self.stopped.add(job_id)
+        self.stopped.add(job_id)
         self.kill(job_id)
         return True
 

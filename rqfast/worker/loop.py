@@ -376,7 +376,7 @@ class Loop:
             if running.ack_fd >= 0:
                 runner.release(running)  # its horse, standing by after its report, may exit
             # (a hook logs its own lines)
-            recorder.account(running, done.outcome, done.plan, recorded, log=done.ack is None)
+            recorder.account(running, done.outcome, done.plan, recorded, done.ack is None, done.ended.working_time)
             if done.ack is not None:
                 slots.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
