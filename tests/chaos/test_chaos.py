@@ -144,7 +144,7 @@ def test_redis_server_killed_and_restarted(server: fleet.KillableRedis, tmp_path
         assert done == len(jobs.ids), result.problems[:20]
         assert not result.problems, result.problems[:20]
         # no process was killed: every job ran once and finished once
-        assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert result.counts['finished_once'] == len(jobs.ids), (result.counts, result.failures)
         assert result.counts['ran_twice_or_more'] == 0, result.counts
         assert not crew.unexpected_exits, crew.unexpected_exits[:3]
         assert not crew.stop_all()
