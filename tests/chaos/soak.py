@@ -280,7 +280,8 @@ def account(conn: redis.Redis, marks: Path, enqueued: Enqueued) -> Account:
             reason = latest.exc_string if latest is not None else ''
             if reason:
                 result.counts['failed_visibly'] += 1
-                result.failures.append(f'{job_id} ({started} runs, {completed} completed): {reason.strip().splitlines()[-1]}')
+                last = reason.strip().splitlines()[-1]
+                result.failures.append(f'{job_id} ({started} runs, {completed} completed): {last}')
             else:
                 result.problems.append(f'{job_id}: failed without a reason')
             if completed and 'AbandonedJobError' in reason:  # a completed run whose outcome was never recorded
