@@ -2,8 +2,8 @@
 on, for every worker class at concurrency 1 and 4: one per job, in the trace its publish span started, parent of
 its perform span.
 
-These cases need rqfast's workers to call a wrapt-wrapped perform_job as RQ's do, at every concurrency (the
-`worker` branch, issue 30 items 7 and 8). RQ's own SimpleWorker derives from BaseWorker, not Worker, so RQ gives
+rqfast's workers call a wrapt-wrapped perform_job as RQ's do, at every concurrency (issue 30 items 7 and 8:
+patched hooks honoured by identity). RQ's own SimpleWorker derives from BaseWorker, not Worker, so RQ gives
 it no consume span: rqfast's SimpleWorker is held to the same (none, or one per job if it derives from Worker).
 """
 

@@ -1,9 +1,9 @@
 """Sentry's own RqIntegration with the switch on (RQFAST_AS_RQ=1: `import rq` is rqfast): every worker class at
 concurrency 1 and 4 reports rqfast's jobs as it reports RQ's (sentry_checks.check).
 
-Sentry patches RQ's `BaseWorker.perform_job` (with functools.wraps) and `handle_exception`: these cases need
-every rqfast worker class, at every concurrency, to call them as RQ's do (the `worker` branch, issue 30 items 7
-and 8). The enqueue side (trace headers in job.meta) is rqfast's Queue.enqueue_job, which Sentry patches too.
+Sentry patches RQ's `BaseWorker.perform_job` (with functools.wraps) and `handle_exception`, which every rqfast
+worker class calls as RQ's do, at every concurrency (issue 30 items 7 and 8). The enqueue side (trace headers in
+job.meta) is rqfast's Queue.enqueue_job, which Sentry patches too.
 """
 
 from __future__ import annotations
