@@ -255,7 +255,7 @@ def test_a_worker_made_for_its_queue_settles_the_process_in_its_keyspace() -> No
 
 @pytest.mark.parametrize(
     ('sharding', 'prefix', 'error'),
-    [('slot', 'rq', 'unset, "none" or "queue"'), ('queue', '{rq}', 'RQ_KEY_PREFIX must have no braces')],
+    [('slot', 'rq', 'set it to "queue"'), ('queue', '{rq}', 'RQ_KEY_PREFIX must have no braces')],
 )
 def test_the_setting_is_checked_at_import(sharding: str, prefix: str, error: str) -> None:
     bad = env(RQFAST_SHARDING=sharding, RQ_KEY_PREFIX=prefix)
