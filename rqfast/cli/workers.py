@@ -13,7 +13,8 @@ import click
 import redis
 
 from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
-from ..metrics import MetricsUnavailable, serve_worker
+from ..logutils import worker_console
+from ..metrics import MetricsUnavailable, metrics_url, serve_worker
 from ..suspension import is_suspended
 from ..worker import BaseWorker, DequeueStrategy
 from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
@@ -121,7 +122,7 @@ class WorkerOptions:
 @click.option(
     '--metrics-port',
     type=click.IntRange(min=0, max=65535),
-    help="Serve Prometheus metrics at http://HOST:PORT/metrics (needs pip install 'rqfast[metrics]').",
+    help='Serve Prometheus metrics at http://HOST:PORT/metrics (needs the metrics extra: prometheus_client).',
 )
 @click.option('--metrics-host', default='127.0.0.1', show_default=True, help='Address the metrics endpoint binds.')
 def worker(**options: Any) -> None:
@@ -131,7 +132,9 @@ def worker(**options: Any) -> None:
     settings = read_settings(opts.config)
     instance, work_kwargs = build_worker(opts, settings)
     if opts.metrics_port is not None:
-        serve_metrics(instance, opts.metrics_port, opts.metrics_host)
+        url = serve_metrics(instance, opts.metrics_port, opts.metrics_host)
+        worker_console(work_kwargs['logging_level'], opts.date_format, opts.log_format)
+        instance.log.info('Worker %s: serving Prometheus metrics at %s', instance.name, url)
     if opts.pid:
         write_pid(opts.pid)
     run(instance, work_kwargs)
@@ -192,10 +195,11 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
     return instance, work_kwargs
 
 
-def serve_metrics(instance: BaseWorker, port: int, host: str) -> None:
-    """The worker's metrics endpoint, in a daemon thread; a missing extra or a port in use is one line."""
+def serve_metrics(instance: BaseWorker, port: int, host: str) -> str:
+    """The worker's metrics endpoint, in a daemon thread (its URL); a missing extra or a port in use is one line."""
     try:
-        serve_worker(instance, port, host)
+        server = serve_worker(instance, port, host)
+        return metrics_url(host, server.server_address[1])
     except MetricsUnavailable as exc:
         raise CliError(f'--metrics-port: {exc}') from exc
     except OSError as exc:

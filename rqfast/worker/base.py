@@ -46,6 +46,7 @@ from ..defaults import (
 )
 from ..exceptions import StopRequested
 from ..job import Job
+from ..logutils import worker_console
 from ..outcome import Outcome
 from ..queue import Queue
 from ..security import JobPolicy
@@ -259,12 +260,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         log_format: str = '%(asctime)s %(message)s',
     ) -> None:
         if logging_level:  # as RQ: a handler the first time, and each work() call's level
-            logger = logging.getLogger('rqfast')
-            if not logger.handlers:
-                handler = logging.StreamHandler()
-                handler.setFormatter(logging.Formatter(log_format, date_format))
-                logger.addHandler(handler)
-            logger.setLevel(logging_level)
+            worker_console(logging_level, date_format, log_format)
         self.register_birth()
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
