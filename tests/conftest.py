@@ -22,6 +22,11 @@ import fakeredis
 import pytest
 import redis
 
+try:
+    import redis_servers
+except ImportError:  # tests/ as a package
+    from tests import redis_servers  # type: ignore[no-redef]
+
 # Files of slow trials (minutes between them): run after the rest, in their own order.
 SLOW_LAST = (
     'chaos/',
@@ -45,6 +50,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=slow)
 
 
+def pytest_report_header() -> list[str]:
+    """Which server binary and redis-py the run uses (the CI matrix varies both)."""
+    try:
+        binary = redis_servers.binary()
+        version = subprocess.run([binary, '--version'], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        binary, version = '?', str(exc)
+    return [f'server: {binary}: {version}', f'redis-py {redis.__version__}']
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
@@ -58,9 +73,10 @@ def redis_url() -> Iterator[str]:
     if url:
         yield url
         return
-    binary = shutil.which('redis-server')
-    if binary is None:
-        pytest.exit('redis-server is not on PATH (apt-get install -y redis-server)', returncode=3)
+    try:
+        binary = redis_servers.binary()  # redis-server, or $RQFAST_TEST_REDIS_SERVER
+    except RuntimeError as exc:
+        pytest.exit(str(exc), returncode=3)
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix='rqfast-redis-')
     proc = subprocess.Popen(

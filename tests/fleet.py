@@ -25,6 +25,11 @@ from typing import Any
 import redis
 import rq.command
 
+try:
+    import redis_servers
+except ImportError:  # tests/ as a package
+    from tests import redis_servers  # type: ignore[no-redef]
+
 HELPER = Path(__file__).with_name('worker_process.py')
 
 
@@ -116,8 +121,7 @@ class KillableRedis:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        binary = shutil.which('redis-server') or 'redis-server'
-        args = [binary, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '']
+        args = [redis_servers.binary(), '--port', str(self.port), '--bind', '127.0.0.1', '--save', '']
         args += ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', self.dir]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url)
