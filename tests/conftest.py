@@ -24,8 +24,11 @@ import redis
 
 try:
     import redis_servers
+    import subsets
 except ImportError:  # tests/ as a package
-    from tests import redis_servers  # type: ignore[no-redef]
+    from tests import redis_servers, subsets  # type: ignore[no-redef]
+
+HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # Files of slow trials (minutes between them): run after the rest, in their own order.
 SLOW_LAST = (
@@ -38,16 +41,38 @@ SLOW_LAST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow trials go last (a stable sort: each part keeps its order)."""
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+def _relative(path: object) -> str:
+    """A path under tests/, with /."""
+    text = str(path)
+    return text[len(HERE) :].replace(os.sep, '/') if text.startswith(HERE) else text
 
-    def slow(item: pytest.Item) -> bool:
-        path = str(item.path)
-        relative = path[len(here) :].replace(os.sep, '/') if path.startswith(here) else path
-        return relative.startswith(SLOW_LAST)
 
-    items.sort(key=slow)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        '--subset',
+        choices=sorted(subsets.SUBSETS),
+        help='run only a named subset of the tests (tests/subsets.py): quick is a first try',
+    )
+
+
+def pytest_ignore_collect(collection_path: os.PathLike[str], config: pytest.Config) -> bool | None:
+    """With --subset, the test files it does not list are not even imported."""
+    name = config.getoption('subset')
+    path = os.fspath(collection_path)
+    if not name or not path.endswith('.py') or not os.path.basename(path).startswith('test_'):
+        return None
+    return True if not subsets.selects(name, _relative(path)) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--subset's keywords within a file; then the slow trials go last (a stable sort: each part keeps its order)."""
+    name = config.getoption('subset')
+    if name:
+        dropped = [item for item in items if not subsets.selects(name, _relative(item.path), item.nodeid)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item not in dropped]
+    items.sort(key=lambda item: _relative(item.path).startswith(SLOW_LAST))
 
 
 def pytest_report_header() -> list[str]:

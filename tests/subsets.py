@@ -1,0 +1,96 @@
+"""Named subsets of the tests: `python -m pytest --subset NAME` (tests/conftest.py) runs only these files.
+
+- quick: a first try (a minute or two): the engine and its scripts, enqueue, the three worker classes.
+- python: what CI's compatibility matrix runs on the Pythons other than the one that runs everything
+  (docs/compatibility.md): every rqfast module imported and exercised, every worker class, the CLI.
+- redis-py: what it runs on each redis-py major: the engine, enqueue, the three worker classes, Redis
+  Cluster and TLS.
+- server: what it runs on another server (Valkey): the engine, the scripts, the worker classes, a
+  3-master cluster and the chaos smoke (a redis-server killed and restarted under work; the poison corpus).
+- quiet: the tests that measure time itself and need a quiet machine (`make test-quiet`); the default run
+  leaves them out (conftest.py's QUIET marker, setup.cfg's addopts).
+
+A file listed with keywords runs only its tests whose node id contains one of them.
+"""
+
+from __future__ import annotations
+
+# The engine and its scripts, enqueue, and one file per worker class.
+_CORE = {
+    'test_scripts.py': (),
+    'test_keys.py': (),
+    'test_plan.py': (),
+    'test_enqueue_api.py': (),
+    'test_worker_roundtrips.py': (),
+    'test_worker_execution.py': (),  # SimpleWorker
+    'test_worker_forking.py': (),  # Worker
+    'test_worker_spawn.py': (),  # SpawnWorker
+}
+
+SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
+    'quick': _CORE,
+    'python': {
+        **_CORE,
+        'test_layers.py': (),  # imports every module
+        'test_surface.py': (),
+        'test_lua_includes.py': (),
+        'test_roundtrips_enqueue.py': (),
+        'test_pipeline.py': (),
+        'test_worker_api.py': (),
+        'test_worker_parts.py': (),
+        'test_concurrency.py': (),
+        'test_concurrency_loop.py': (),
+        'test_concurrency_horses.py': (),
+        'test_worker_pool_processes.py': (),
+        'test_scheduler.py': (),
+        'test_cron.py': (),
+        'test_maintenance.py': (),
+        'test_capture_output.py': (),
+        'test_rate_limit.py': (),
+        'test_rate_window.py': (),
+        'test_groups.py': (),
+        'test_debounce.py': (),
+        'test_priority.py': (),
+        'test_queue_pause.py': (),
+        'test_events.py': (),
+        'test_job_progress.py': (),
+        'test_retry_exponential.py': (),
+        'test_security_policy.py': (),
+        'test_local.py': (),
+        'test_cli.py': (),
+        'test_cli_settings.py': (),
+        'test_metrics.py': (),
+        'test_tracing.py': (),
+        'test_webhooks_sending.py': (),
+        'test_dependency_module.py': (),
+        'test_class_lookup.py': (),
+        'test_cluster.py': (),
+        'test_connection_security.py': (),
+    },
+    'redis-py': {
+        **_CORE,
+        'test_roundtrips_enqueue.py': (),
+        'test_pipeline.py': (),
+        'test_cluster.py': (),
+        'test_cluster_sharded.py': (),
+        'test_connection_security.py': (),
+    },
+    'server': {
+        **_CORE,
+        'test_lua_includes.py': (),
+        'test_maintenance.py': (),
+        'test_scheduler.py': (),
+        'test_cluster.py': (),
+        'test_cluster_sharded.py': (),
+        'chaos/test_chaos.py': ('test_redis_server_killed_and_restarted', 'test_poison_corpus'),
+    },
+}
+
+
+def selects(subset: str, relative: str, nodeid: str | None = None) -> bool:
+    """Whether `subset` runs the test file `relative` (a path under tests/, with /), or its test `nodeid`."""
+    files = SUBSETS[subset]
+    if relative not in files:
+        return False
+    words = files[relative]
+    return nodeid is None or not words or any(word in nodeid for word in words)
