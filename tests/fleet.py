@@ -33,7 +33,7 @@ except ImportError:  # tests/ as a package
 HELPER = Path(__file__).with_name('worker_process.py')
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = 'condition', step: float = 0.02) -> Any:
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = 'condition', step: float = 0.02) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -81,7 +81,7 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def wait_registered(self, conn: redis.Redis, timeout: float = 10.0) -> None:
+    def wait_registered(self, conn: redis.Redis, timeout: float = 30.0) -> None:
         """Until the worker has registered (its hash has a state)."""
         wait_until(
             lambda: conn.hget(self.key, 'state') in (b'idle', b'busy', b'suspended'),
@@ -89,7 +89,7 @@ class WorkerProcess:
             f'worker {self.name} to start; log:\n{self.log()}',
         )
 
-    def wait(self, timeout: float = 10.0) -> int:
+    def wait(self, timeout: float = 30.0) -> int:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

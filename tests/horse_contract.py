@@ -48,7 +48,7 @@ worker.work(burst=True, logging_level='INFO')
 """
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

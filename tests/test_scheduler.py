@@ -210,8 +210,8 @@ def test_scheduler_thread_moves_jobs_as_they_fall_due(redis_conn: redis.Redis) -
     try:
         wait_for(lambda: queue.scheduler_pid == os.getpid(), timeout=5)
         job = queue.enqueue_in(timedelta(seconds=1), jobs.noop)
-        took = wait_for(lambda: job.get_status() == JobStatus.QUEUED, timeout=5)
-        assert took < 3
+        took = wait_for(lambda: job.get_status() == JobStatus.QUEUED, timeout=30)
+        assert took < 15  # moved when due, not at the fallback period (120 s)
     finally:
         sched.stop()
     assert queue.scheduler_pid is None
