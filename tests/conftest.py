@@ -64,14 +64,26 @@ def pytest_ignore_collect(collection_path: os.PathLike[str], config: pytest.Conf
     return True if not subsets.selects(name, _relative(path)) else None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """--subset's keywords within a file; then the slow trials go last (a stable sort: each part keeps its order)."""
+# Left out of a run of the whole tests/ without -m (setup.cfg says why; CI runs them apart): a test marked
+# `trial` (a long trial: the chaos suite, the fleets) or `quiet` (it measures time itself).
+APART = ('trial', 'quiet')
+
+
+def _left_out(config: pytest.Config, item: pytest.Item) -> bool:
     name = config.getoption('subset')
-    if name:
-        dropped = [item for item in items if not subsets.selects(name, _relative(item.path), item.nodeid)]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = [item for item in items if item not in dropped]
+    if name and not subsets.selects(name, _relative(item.path), item.nodeid):
+        return True
+    whole_run = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.getoption('markexpr')
+    return whole_run and any(item.get_closest_marker(mark) for mark in APART)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--subset's choice, and what a whole run leaves out; then the slow trials go last (a stable sort)."""
+    dropped = [item for item in items if _left_out(config, item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        kept = set(map(id, items)) - set(map(id, dropped))
+        items[:] = [item for item in items if id(item) in kept]
     items.sort(key=lambda item: _relative(item.path).startswith(SLOW_LAST))
 
 
