@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from rqfast.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / 'rqfast'
@@ -51,3 +54,23 @@ def test_a_program_importing_rqfast_gets_a_setting_error() -> None:
     out = run([sys.executable, '-c', code], BAD['compat'][0])
     assert out.stderr.strip() == 'SettingError'
     assert run([sys.executable, '-c', 'import rqfast'], {}).returncode == 0
+
+
+BAD_FLAGS = [
+    ('worker', '--worker-ttl', '0'),
+    ('worker', '--job-monitoring-interval', '0'),
+    ('worker', '--maintenance-interval', '-5'),
+    ('worker', '--max-jobs', '-1'),
+    ('worker', '--max-idle-time', '-1'),
+    ('worker', '--concurrency', '0'),
+    ('worker', '--metrics-port', '99999'),
+    ('info', '--interval', '-1'),
+]
+
+
+@pytest.mark.parametrize(('command', 'flag', 'value'), BAD_FLAGS, ids=lambda v: str(v))
+def test_a_bad_flag_value_is_refused_before_anything_runs(command: str, flag: str, value: str) -> None:
+    result = CliRunner().invoke(main, [command, flag, value, '-u', 'redis://127.0.0.1:1'])
+    assert result.exit_code == 2, result.output
+    [error] = [line for line in result.output.splitlines() if line.startswith('Error:')]
+    assert flag in error and 'Traceback' not in result.output, result.output

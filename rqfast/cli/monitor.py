@@ -149,7 +149,9 @@ def refresh(interval: float | None, func: Callable[..., None], *args: Any) -> No
 
 
 @click.command()
-@click.option('--interval', '-i', type=float, help="Updates stats every N seconds (default: don't poll)")
+@click.option(
+    '--interval', '-i', type=click.FloatRange(min=0), help="Updates stats every N seconds (default: don't poll)"
+)
 @click.option('--raw', '-r', is_flag=True, help='Print only the raw numbers, no bar charts')
 @click.option('--only-queues', '-Q', is_flag=True, help='Show only queue info')
 @click.option('--only-workers', '-W', is_flag=True, help='Show only worker info')

@@ -72,23 +72,25 @@ class WorkerOptions:
 @click.option('--burst', '-b', is_flag=True, help='Quit when the queues are empty.')
 @click.option('--name', '-n', help='Worker name (default: settings NAME, else a random one).')
 @click.option('--results-ttl', type=int, default=DEFAULT_RESULT_TTL, show_default=True, help='Seconds to keep results.')
-@click.option('--worker-ttl', type=int, default=DEFAULT_WORKER_TTL, show_default=True, help='Worker key TTL.')
+@click.option(
+    '--worker-ttl', type=click.IntRange(min=1), default=DEFAULT_WORKER_TTL, show_default=True, help='Worker key TTL.'
+)
 @click.option(
     '--job-monitoring-interval',
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_JOB_MONITORING_INTERVAL,
     show_default=True,
     help='Seconds between heartbeats of a running job.',
 )
 @click.option(
     '--maintenance-interval',
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_MAINTENANCE_TASK_INTERVAL,
     show_default=True,
     help='Seconds between registry cleanups.',
 )
-@click.option('--max-jobs', type=int, help='Quit after this many jobs.')
-@click.option('--max-idle-time', type=int, help='Quit after this many seconds without a job.')
+@click.option('--max-jobs', type=click.IntRange(min=0), help='Quit after this many jobs.')
+@click.option('--max-idle-time', type=click.IntRange(min=0), help='Quit after this many seconds without a job.')
 @click.option('--with-scheduler', '-s', is_flag=True, help='Also run the scheduler.')
 @click.option('--dequeue-strategy', '-ds', default='default', show_default=True, help=' | '.join(STRATEGIES))
 @click.option('--logging-level', '--logging_level', '-l', 'logging_level', help='Log level (default INFO).')
