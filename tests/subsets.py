@@ -32,6 +32,11 @@ SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
     'python': {
         **_CORE,
         'test_layers.py': (),  # every module imported, each alone in a fresh interpreter too
+        'test_surface.py': (),  # RQ 2.12's public surface: every module and name
+        'test_local.py': (),
+        'test_dependency_module.py': (),
+        'test_compat_dependents.py': (),
+        'test_cli_alive.py': (),  # python -m rqfast
         'test_cli.py': (),
         'test_concurrency.py': (),  # SimpleWorker at concurrency > 1: threads and one event loop
         'test_worker_pool_processes.py': (),
