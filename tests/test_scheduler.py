@@ -286,9 +286,10 @@ def test_rq_and_rqfast_schedulers_enqueue_each_of_1000_jobs_once(redis_conn: red
         theirs.send_signal(signal.SIGTERM)  # RQ's scheduler stops and releases its locks; ours takes them
         assert theirs.wait(10) == 0
 
-        def settled() -> bool:
+        def settled() -> bool:  # every job moved, and ours seen holding the locks RQ gave up
             observe()
-            return sum(redis_conn.zcard(keys.scheduled_registry_key(n)) for n in names) == 0
+            moved = sum(redis_conn.zcard(keys.scheduled_registry_key(n)) for n in names) == 0
+            return moved and all(ours.name in holders[n] for n in ('a', 'b'))
 
         wait_for(settled, timeout=15)
     finally:
