@@ -114,6 +114,7 @@ def participants(
         people.append(Participant('bullmq', missing=None if bull else 'not installed'))
     for peer in others or []:
         people.append(Participant(peer.name, missing=peers.missing(peer), peer=True))
+    people.append(Participant('floor', floor=True))
     return people, bull
 
 

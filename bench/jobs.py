@@ -82,6 +82,27 @@ def _async_client(loop: Any) -> Any:
     return client
 
 
+# The latency rows' jobs (bench/latency.py): each records, on starting, its pickup latency (its start
+# minus `enqueued`, the producer's time.time() as it sent the job) under `tag`, as a line appended to the
+# file this variable names (O_APPEND: the lines of a worker's threads, horses and children do not mix).
+PICKUP_FILE_VARIABLE = 'BENCH_PICKUP_FILE'
+_pickup_fd: dict[int, int] = {}
+
+
+def pickup(enqueued: float, tag: str) -> None:
+    """Records its pickup latency; does nothing else (a no-op job)."""
+    started = time.time()
+    fd = _pickup_fd.get(os.getpid())
+    if fd is None:
+        fd = _pickup_fd[os.getpid()] = os.open(os.environ[PICKUP_FILE_VARIABLE], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f'{tag} {started - float(enqueued):.6f}\n'.encode())
+
+
+async def pickup_async(enqueued: float, tag: str) -> None:
+    """pickup as a coroutine."""
+    pickup(enqueued, tag)
+
+
 # BullMQ processors are coroutines called as processor(job, token); they route on the job's name.
 
 
@@ -94,6 +115,8 @@ async def bull_processor(job: Any, token: str) -> Any:
         await asyncio.sleep(IO_SLEEP_SECONDS)
     if job.name == 'io_async_redis':
         await io_async_redis()
+    if job.name == 'pickup':
+        pickup(job.data['enqueued'], job.data['tag'])
     return None
 
 
@@ -105,4 +128,6 @@ RQ_JOBS = {
     'noop_async': noop_async,
     'io_sleep_redis': io_sleep_redis,
     'io_async_redis': io_async_redis,
+    'pickup': pickup,
+    'pickup_async': pickup_async,
 }

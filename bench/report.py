@@ -119,7 +119,9 @@ def table(scenarios: list[Scenario], results: Results, people: list[Participant]
     headers = ['Scenario', 'Unit']
     for who in people:
         headers.append(who.label if who.label != 'bullmq' else 'BullMQ')
-        if who.label != base and not who.peer:
+        if who.floor:
+            headers.append('rqfast / floor')
+        elif who.label != base and not who.peer:
             headers.append(f'{headers[-1]} / {base}')
         if who.baseline_of:
             headers.append(f'{who.baseline_of} / baseline')
@@ -139,7 +141,9 @@ def _line(row: Row, cells: dict[str, Cell], people: list[Participant], peer_labe
     parts = [row.label, row.unit]
     for who in people:
         parts.append(_cell_text(cells[who.label], row))
-        if who.label != base and not who.peer:
+        if who.floor:
+            parts.append(_ratio(cells['rqfast'], cells[who.label]))
+        elif who.label != base and not who.peer:
             parts.append(_ratio(cells[who.label], cells[base]))
         if who.baseline_of:
             parts.append(_ratio(cells[who.baseline_of], cells[who.label]))

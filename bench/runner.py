@@ -21,6 +21,7 @@ class Participant:
     missing: str | None = None  # set when the library cannot run at all (e.g. "not installed")
     baseline_of: str | None = None  # --baseline: the column this one is the old code of ("rqfast")
     peer: bool = False  # one of bench.peers (--peers): measured only in the peers rows (Scenario.others)
+    floor: bool = False  # the floor column (bench/floors.py): Scenario.floor
 
 
 @dataclass
@@ -35,6 +36,8 @@ Results = dict[str, dict[str, Cell]]  # row key -> column label -> cell
 def _measure_fn(scenario: Scenario, who: Participant) -> Callable[[], Any] | None:
     if who.peer:
         return scenario.others.get(who.label)
+    if who.floor:
+        return scenario.floor
     if who.lib is None:
         return scenario.bull
     rq_measure, lib = scenario.rq, who.lib

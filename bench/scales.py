@@ -35,6 +35,9 @@ class Scale:
     peer_io: int  # 10 ms jobs at concurrency 50 (at most 5,000 jobs/s)
     peer_single: int  # jobs enqueued one by one
     peer_bulk: int  # jobs enqueued in one bulk call
+    # the latency rows (bench/latency.py): paced jobs per run, and the idle period before the idle job
+    latency_jobs: int
+    latency_idle: float
 
 
 QUICK = Scale(
@@ -57,6 +60,8 @@ QUICK = Scale(
     peer_io=1_000,
     peer_single=1_000,
     peer_bulk=5_000,
+    latency_jobs=200,
+    latency_idle=2.0,
 )
 
 FULL = Scale(
@@ -79,4 +84,6 @@ FULL = Scale(
     peer_io=5_000,
     peer_single=5_000,
     peer_bulk=20_000,
+    latency_jobs=2_000,
+    latency_idle=60.0,
 )

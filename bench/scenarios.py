@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import bull_side, counting, rq_side
+from bench import bull_side, counting, floors, history, rq_side
 from bench.child import NotAvailable
 from bench.libs import Lib
 from bench.redis_server import Target
@@ -35,6 +35,7 @@ class Scenario:
     prepare_rq: Callable[[Lib, int], None] | None = None  # (lib, runs), once per library before the runs
     flush_each_run: bool = True
     others: dict[str, Callable[[], Any]] = field(default_factory=dict)  # the peers' measures, by column
+    floor: Callable[[], Any] | None = None  # the `floor` column (bench/floors.py): a float, or {row key: float}
 
 
 def _k(n: int) -> str:
@@ -46,7 +47,7 @@ def _counted_rows(worker_class: str, bull_note: str) -> list[Row]:
     return [
         Row(f'rt-{worker_class}', f'round trips per job: {tag}', 'writes/job ↓', False, 1),
         Row(f'cmd-{worker_class}', f'Redis commands per job: {tag}', 'commands/job ↓', False, 1),
-        Row(f'lua-{worker_class}', f'script calls per job: {tag}', 'EVAL(SHA)/job', False, 1),
+        Row(f'lua-{worker_class}', f'script calls per job: {tag}', 'EVAL(SHA)/FCALL per job', False, 1),
     ]
 
 
@@ -58,6 +59,16 @@ def _counted(worker_class: str, count: int, timeout: float, target: Target) -> R
             f'cmd-{worker_class}': found['commands'],
             f'lua-{worker_class}': found['scripts'],
         }
+
+    return measure
+
+
+def _counted_with_history(count: int, timeout: float, target: Target) -> RqMeasure:
+    """The SimpleWorker's counted rows with a dashboard sampling its history beside it (bench/history.py)."""
+
+    def measure(lib: Lib) -> dict[str, float]:
+        found = history.per_job_beside_sampler(lib, target.url, count, timeout)
+        return {'rt-history': found['round_trips'], 'cmd-history': found['commands']}
 
     return measure
 
@@ -135,6 +146,14 @@ def build(scale: Scale, target: Target) -> list[Scenario]:
     ):
         rows = _counted_rows(worker_class, ' (BullMQ: Worker, concurrency 1)' if bull else '')
         scenarios.append(Scenario(name, rows, _counted(worker_class, count, timeout, t), bull, once=True))
+    beside = 'SimpleWorker, a dashboard sampling its history every second beside it'
+    history_rows = [
+        Row('rt-history', f'round trips per job: {beside}', 'writes/job ↓', False, 1),
+        Row('cmd-history', f'Redis commands per job: {beside}', 'commands/job ↓', False, 1),
+    ]
+    scenarios.append(
+        Scenario('counts-history', history_rows, _counted_with_history(s.count_simple, timeout, t), once=True)
+    )
     for backlog in s.backlogs:
         scenarios.append(
             _timed(
@@ -151,7 +170,27 @@ def build(scale: Scale, target: Target) -> list[Scenario]:
         Row('rss-end', f'SimpleWorker resident memory after {s.memory_jobs:,} no-op jobs', 'MiB ↓', False, 1),
     ]
     scenarios.append(Scenario('memory', memory_rows, lambda lib: _memory(lib, t, s.memory_jobs, timeout), once=True))
+    _add_floors(scenarios, s, t)
     return scenarios
+
+
+def _add_floors(scenarios: list[Scenario], s: Scale, t: Target) -> None:
+    """The floor column's measure of each row that has one (bench/floors.py)."""
+    found: dict[str, Callable[[], Any]] = {
+        'single': lambda: floors.enqueue_floor(t, s.single)[0],
+        'noop-simple': lambda: floors.script_rate(t, s.noop),
+        'noop-worker': lambda: floors.fork_rate(s.noop_worker),
+        'noop-spawn': lambda: floors.spawn_rate(s.noop_spawn),
+        'cpu': lambda: floors.cpu_rate(s.cpu),
+        'conc-noop-1': lambda: floors.script_rate(t, s.noop * 3),
+    }
+    for procs in IO_CONCURRENCY:
+        found[f'io-{procs}'] = lambda procs=procs: floors.sleep_rate(t, s.io, procs)
+    for n in CONCURRENCY_LEVELS:
+        found[f'conc-io-{n}'] = lambda n=n: floors.sleep_rate(t, s.io * 3, n)
+        found[f'conc-aio-{n}'] = lambda n=n: floors.async_sleep_rate(t, s.io * 3, n)
+    for scenario in scenarios:
+        scenario.floor = found.get(scenario.name)
 
 
 def _io_scenario(procs: int, count: int, target: Target, timeout: float) -> Scenario:

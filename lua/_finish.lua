@@ -4,7 +4,6 @@
 -- finish_job.lua is finish_one(ARGV, 0); finish_jobs.lua calls it once per outcome in its ARGV.
 -- Included, not run on its own (see rqfast/scriptload.py).
 --@include _common.lua
---@include _argv.lua
 --@include _expire.lua
 --@include _events.lua
 --@include _lanes.lua
@@ -13,26 +12,34 @@
 --@include _claim.lua
 
 local function finish_one(args, offset)
-  local r = argv_reader(2 + offset, args)
-  local w, now_text, now_float, now_int = r.take(4)
-  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
-  local id, origin, x, fence = r.take(4)
-  local registry, registry_score, job_ttl, release_as, put_back, schedule_score = r.take(6)
-  local counter, working_time, stream_ttl, maxlen = r.take(4)
-  local fields_at, fields_n = r.span(2)  -- (HSET and XADD unpack them from args: no copy)
-  local stream_at, stream_n = r.span(2)
-  local claim, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, next_x = r.take(8)
+  -- (positions read directly, not with argv_reader: this runs once per job, once per outcome in a batch)
+  local at = 2 + offset
+  local w, now_text, now_float, now_int, id, origin, x, fence = unpack(args, at, at + 7)
+  at = at + 8
+  local registry, registry_score, job_ttl, release_as, put_back, schedule_score = unpack(args, at, at + 5)
+  at = at + 6
+  local counter, working_time, stream_ttl, maxlen = unpack(args, at, at + 3)
+  at = at + 4
+  local fields_at, fields_n = at + 1, 2 * tonumber(args[at])  -- (HSET and XADD unpack them from args: no copy)
+  at = fields_at + fields_n
+  local stream_at, stream_n = at + 1, 2 * tonumber(args[at])
+  at = stream_at + stream_n
+  local claim, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, next_x = unpack(args, at, at + 7)
+  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = tonumber(interval),
+    grace = tonumber(grace), max_dropped = tonumber(max_dropped), max_id_len = tonumber(max_id_len),
+    window_guard = tonumber(window_guard)}
   claim = claim == '1'
-  c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
-  c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
-  local queues = r.list()
-  local event, event_detail = r.take(2)
+  at = at + 8
+  local n_queues = tonumber(args[at])
+  local queues = {unpack(args, at + 1, at + n_queues)}
+  at = at + n_queues
+  local event, event_detail = args[at + 1], args[at + 2]
   event = event or ''
 
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
   -- parent's status before its own writes.
-  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events', 'worker_name')
+  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events')
   local status_before = read[1]
   local exists = status_before ~= false or redis.call('EXISTS', key) == 1
   local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
@@ -88,7 +95,9 @@ local function finish_one(args, offset)
   -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
   if exists then
     if fields_n > 0 then redis.call('HSET', key, unpack(args, fields_at, fields_at + fields_n - 1)) end
-    if event ~= '' then job_event(read[4], origin, event, id, w ~= '' and w or read[5], event_detail) end
+    if event ~= '' and tonumber(read[4]) then  -- (the job's worker: read only for an event with no worker)
+      job_event(read[4], origin, event, id, w ~= '' and w or redis.call('HGET', key, 'worker_name'), event_detail)
+    end
     if stream_n > 0 then
       local results = K.results(id)
       redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(args, stream_at, stream_at + stream_n - 1))

@@ -1,7 +1,8 @@
 -- acquire_or_refresh_lock.lua: take a lock that is free, or extend one this owner holds (RQ 2.12's
 -- rq.scripts.acquire_or_refresh_lock). Called by rqfast.scripts.acquire_or_refresh_lock().
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix (see _common.lua; unused: the caller names the lock key)
 -- ARGV[2] lock key
 -- ARGV[3] owner token

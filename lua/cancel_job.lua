@@ -2,7 +2,8 @@
 -- registry, into the canceled registry; optionally release its dependents and leave its
 -- dependencies' dependents sets.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] now as an integer epoch (the canceled registry's score),
 -- ARGV[4] now as UTC text, ARGV[5] "1" to enqueue dependents, ARGV[6] "1" to remove the job from
 -- its dependencies' dependents sets

@@ -2,7 +2,8 @@
 -- after it was idle). One call: pop from the first non-empty queue that is not paused, mark the job
 -- started.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
 -- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] heartbeat grace (s,
 -- added to a running job's heartbeat TTL), ARGV[8] most ids without a job hash to drop before
@@ -21,12 +22,12 @@
 --@include _claim.lua
 
 local r = argv_reader(2)
-local w, now_text, now_float, now_int = r.take(4)
-local interval, grace, max_dropped, idle_ttl, x, moved_id, moved_queue, max_id_len, window_guard = r.take(9)
+local w, now_text, now_float, now_int = r:take(4)
+local interval, grace, max_dropped, idle_ttl, x, moved_id, moved_queue, max_id_len, window_guard = r:take(9)
 local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = tonumber(interval)}
 c.grace, c.max_dropped = tonumber(grace), tonumber(max_dropped)
 c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
-local queues = r.list()
+local queues = r:list()
 
 local resumed = resumed_claim(w, x)
 if resumed then return resumed end

@@ -4,7 +4,8 @@
 -- fill the free slots with waiting jobs, and drop a key whose sets are both empty (its config hash
 -- too, and its name from <prefix>rl-keys).
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] now as UTC text (a promoted job's enqueued_at), ARGV[3] now as integer epoch
 -- Returns: {keys seen, slots freed, jobs promoted, keys dropped}
 

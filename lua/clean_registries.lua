@@ -10,7 +10,8 @@
 -- loses the ids of jobs whose hash is gone, and groups left empty leave <prefix>groups. RQ 3.0's ReadyJobRegistry is recovered too, as its maintenance does: a dependent an
 -- RQ 3.0 process left in <prefix>ready:<q> (it died between releasing and pushing it) is pushed.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] now as float epoch, ARGV[3] expiry cutoff (integer epoch: entries scored
 -- at or below it have expired; now, unless a caller pins another time), ARGV[4] "all" for the
 -- whole pass under the lock, "started" for the abandoned jobs only and without the lock (RQ's
@@ -34,17 +35,17 @@
 --@include _groups.lua
 
 local r = argv_reader(2)
-local now_float_text = r.next()
+local now_float_text = r:next()
 local now_float = tonumber(now_float_text)
-local cutoff = r.next()
-local mode = r.next()
+local cutoff = r:next()
+local mode = r:next()
 local whole = mode == 'all'
-local lock_ttl, stuck_after, first_seen_ttl = r.next(), tonumber(r.next()), r.next()
+local lock_ttl, stuck_after, first_seen_ttl = r:next(), tonumber(r:next()), r:next()
 local wanted = {'data', 'status'}
-for _, name in ipairs(r.list()) do wanted[#wanted + 1] = name end
-local queues = r.list()
-local now_text = r.next()
-local group_lock_ttl = tonumber(r.next()) or 0
+for _, name in ipairs(r:list()) do wanted[#wanted + 1] = name end
+local queues = r:list()
+local now_text = r:next()
+local group_lock_ttl = tonumber(r:next()) or 0
 
 local function lock_key(q) return PREFIX .. 'clean_registries:' .. q end
 local function first_seen_key(q, id) return K.intermediate(q) .. ':first_seen:' .. id end

@@ -2,7 +2,8 @@
 -- its group and its keys (with RQ 3.0, its results stream too); optionally its dependents too
 -- (each out of its registry and deleted).
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] "1" to remove it from its queue, ARGV[4] "1" to delete
 -- its dependents, ARGV[5] now as UTC text and ARGV[6] as an integer epoch (a rate-limited job's
 -- freed slot promotes a waiting job: see rate_limit_forget in _rate_limit.lua), ARGV[7] "1" to delete

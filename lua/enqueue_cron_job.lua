@@ -6,7 +6,8 @@
 -- This part ends in a call of enqueue_jobs() (lua/_enqueue.lua, the work of enqueue_jobs.lua) when it
 -- does not return first: that call stores the job (its reply is this script's).
 --
--- KEYS: none (see _common.lua)
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV: enqueue_jobs.lua's ARGV with one record (mode "queue", group ""), then 7 more:
 --   name         the cron job's name (its history is <prefix>cron_job:<name>:jobs)
 --   window       "" to enqueue unconditionally (CronJob.enqueue); else an epoch: refuse when the

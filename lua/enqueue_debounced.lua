@@ -7,7 +7,8 @@
 -- This part never returns: a call of enqueue_jobs() (lua/_enqueue.lua, the work of enqueue_jobs.lua)
 -- follows, which stores the job (its reply is this script's).
 --
--- KEYS: none (see _common.lua)
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV: enqueue_jobs.lua's ARGV with one record (mode "schedule", its score now + delay, group ""),
 --   then 2 more:
 --   key      the debounce key (<prefix>debounce:<key> holds the id of the burst's current job)

@@ -3,7 +3,8 @@
 -- Group.enqueue_many (the same, each chunk's ids added to its group), enqueue_at/in and the sync
 -- (is_async=False) store.
 --
--- KEYS: none (job ids are data; keys are built from the prefix, see _common.lua)
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix (see _common.lua)
 -- ARGV[2] queue name
 -- ARGV[3] now as RQ's UTC text (becomes enqueued_at)

@@ -4,7 +4,8 @@
 -- else the stale entry is only dropped (see enqueue_ready in _ready.lua). An id not in the
 -- registry (another caller took it) is left alone, so no job is pushed twice.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] queue name, ARGV[3] now as UTC text, ARGV[4] now as an integer epoch,
 -- ARGV[5..] job ids
 -- Returns: the ids enqueued (or made to wait for a rate-limit slot), in the order given.

@@ -3,7 +3,8 @@
 -- decides what the outcome means; this script makes every write of it atomically, the way
 -- RQ 2.12's worker writes them over ~10 round trips.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix
 -- ARGV[2] worker name ("" for a sync run or an abandoned job: no worker hash)
 -- ARGV[3] now as UTC text, ARGV[4] now as float epoch, ARGV[5] now as integer epoch

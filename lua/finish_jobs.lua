@@ -6,7 +6,8 @@
 -- executions index, its state and current job) are made here, once per call rather than once per
 -- job: the same end state in fewer commands.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] now as UTC text, ARGV[4] now as float epoch,
 -- ARGV[5] now as integer epoch, ARGV[6] job monitoring interval (s), ARGV[7] heartbeat grace (s),
 -- ARGV[8] most ids without a job hash to drop, ARGV[9] longest usable job id, ARGV[10] window rate
@@ -26,8 +27,8 @@
 --@include _finish.lua
 
 local r = argv_reader(2)
-local w, now_text, now_float, now_int = r.take(4)
-local interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, still_running, n = r.take(8)
+local w, now_text, now_float, now_int = r:take(4)
+local interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, still_running, n = r:take(8)
 local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int)}
 c.interval, c.grace, c.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
 c.max_id_len, c.window_guard = tonumber(max_id_len), tonumber(window_guard)
@@ -35,8 +36,8 @@ n = tonumber(n)
 local recorded, ended, counts, forget = {}, {}, {}, {}
 local wkey = K.worker(w)
 for j = 1, n do
-  local id, x, counter, working_time = r.take(4)
-  local start = r.span()
+  local id, x, counter, working_time = r:take(4)
+  local start = r:span()
   local ok = finish_one(ARGV, start - 2)[7]  -- (its ARGV[2] is ARGV[start]; [7]: recorded or fenced off)
   recorded[j] = ok
   if x ~= '' then forget[#forget + 1] = id .. ':' .. x end
@@ -45,22 +46,26 @@ for j = 1, n do
     if counter ~= '' then counts[counter] = (counts[counter] or 0) + 1 end
   end
 end
--- The worker's writes for these outcomes, as one SREM, and one HINCRBY per counter made where its
--- first outcome made it (so its fields come in the same order as with a write per outcome)
+-- The worker's writes for these outcomes, as one SREM, one HINCRBY per counter made where its first
+-- outcome made it, and one HINCRBYFLOAT of their working times summed, made after the first outcome's
+-- counter (so its fields come in the same order as with a write per outcome)
 if #forget > 0 then redis.call('SREM', K.worker_executions(w), unpack(forget)) end
-for _, e in ipairs(ended) do
+local working = 0
+for _, e in ipairs(ended) do working = working + tonumber(e[2]) end
+for j, e in ipairs(ended) do
   local counter = e[1]
   if counts[counter] then
     redis.call('HINCRBY', wkey, counter, counts[counter])
     counts[counter] = nil
   end
-  redis.call('HINCRBYFLOAT', wkey, 'total_working_time', e[2])
+  if j == 1 then redis.call('HINCRBYFLOAT', wkey, 'total_working_time', #ended == 1 and e[2] or working) end
 end
-local xs = r.list()
-local queues = r.list()
+local xs = r:list()
+local queues = r:list()
 
 local claims, dropped, dead, suspended = {}, {}, {}, 0
 c.started = {}  -- (the worker's writes for the jobs started: once, below)
+c.busy = n > 0  -- (outcomes of its jobs: the worker was busy, its hash's and index's TTLs set: see worker_started)
 for _, x in ipairs(xs) do
   local claim = claim_next(queues, w, x, c)
   for _, id in ipairs(claim[4]) do dropped[#dropped + 1] = id end

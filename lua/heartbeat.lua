@@ -1,7 +1,8 @@
 -- heartbeat.lua: keep a worker, and the jobs it is running, visibly alive (RQ's
 -- maintain_heartbeats, for every job in flight, plus the worker's own heartbeat).
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] worker name, ARGV[3] worker hash TTL (s), ARGV[4] now as UTC text,
 -- ARGV[5] now as float epoch, ARGV[6] now as integer epoch, ARGV[7] job heartbeat TTL (s),
 -- ARGV[8] heartbeat grace (s: a job's executions entry outlives its heartbeat TTL by this much),
@@ -16,9 +17,9 @@
 --@include _argv.lua
 
 local r = argv_reader(2)
-local w, worker_ttl, now_text, now_float = r.next(), r.next(), r.next(), r.next()
-local now_int, ttl, grace, working = tonumber(r.next()), tonumber(r.next()), tonumber(r.next()), r.next()
-local jobs = r.list(3)
+local w, worker_ttl, now_text, now_float = r:next(), r:next(), r:next(), r:next()
+local now_int, ttl, grace, working = tonumber(r:next()), tonumber(r:next()), tonumber(r:next()), r:next()
+local jobs = r:list(3)
 local wkey = K.worker(w)
 local lost = {}
 redis.call('HSET', wkey, 'last_heartbeat', now_text)

@@ -2,7 +2,8 @@
 -- state change (rqfast/rate_limit.py): fill its free slots, free a job's slot, or sweep the key.
 -- Every promotion is _rate_limit.lua's rate_limit_promote (onto the job's queue, status queued).
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] what:
 --   "acquire"       fill the free slots, up to ARGV[6] concurrency (acquire_and_enqueue)
 --   "release"       free ARGV[6] job's slot, then fill them at the registered concurrency

@@ -3,7 +3,8 @@
 -- scheduler and an rqfast one never hold the same queue), heartbeat the scheduler hash, and move
 -- the due jobs of every queue whose lock it holds from the scheduled registry onto the queue.
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] scheduler name (the lock value), ARGV[3] lock and hash TTL (s),
 -- ARGV[4] now as UTC text (enqueued_at), ARGV[5] now as epoch (due up to this score; a float moves
 -- jobs scheduled at a fraction of a second, as a window rate limit plans them),
@@ -26,13 +27,13 @@
 --@include _rate_limit.lua
 
 local r = argv_reader(2)
-local name, ttl, now_text, due = r.next(), r.next(), r.next(), r.next()
+local name, ttl, now_text, due = r:next(), r:next(), r:next(), r:next()
 local now_int = math.floor(tonumber(due))
-local limit = tonumber(r.next())
-local acquire, move = r.next() == '1', r.next() == '1'
-local release = r.next()
-local fields = r.list(2)
-local queues = r.list()
+local limit = tonumber(r:next())
+local acquire, move = r:next() == '1', r:next() == '1'
+local release = r:next()
+local fields = r:list(2)
+local queues = r:list()
 
 local function lock_key(q) return PREFIX .. 'scheduler-lock:' .. q end
 local scheduler_key = PREFIX .. 'scheduler:' .. name

@@ -3,7 +3,8 @@
 -- (job_event in _events.lua), in one call. Jobs without events keep set_progress's plain HSET.
 -- Called by rqfast.scripts.set_progress().
 --
--- KEYS: none
+-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
+--   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS
 -- ARGV[1] prefix, ARGV[2] job id, ARGV[3] the value as JSON text, ARGV[4] the job's queue (origin),
 -- ARGV[5] the job's `events` field (the stream's cap)
 -- Returns: 1

@@ -319,6 +319,14 @@ def rate_limit_window_key(key: str) -> str:
     return f'{prefix()}rl:{key}:window'
 
 
+def dashboard_key(name: str) -> str:
+    """rqfast's dashboard's own (additive; written by `rqfast dashboard`, never by a worker): `history:hour`,
+    `history:day`, `history:functions` (sorted sets of the points it samples, each trimmed to its window) and
+    `sampler` (the lock that lets one dashboard sample at a time). Under the base prefix, every keyspace's
+    points in one place: on Redis Cluster each key is read and written alone."""
+    return f'{BASE}dashboard:{name}'
+
+
 # Sharded by queue, the constants are the current keyspace's, computed at each read (`keys.QUEUES`):
 # taken out of the module's namespace so that __getattr__ answers for them.
 _CONSTANTS: dict[str, Callable[[], str]] = {

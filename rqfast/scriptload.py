@@ -8,6 +8,7 @@ them in front (_source), so each script carries only what it uses.
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from redis import Redis
 from redis import __version__ as redis_version
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, NoScriptError, ResponseError
+from redis.exceptions import DataError, NoPermissionError, NoScriptError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
@@ -51,6 +52,11 @@ INCLUDE = '--@include '  # an include line: `--@include _argv.lua` (a Lua commen
 def _source(directory: Path, name: str) -> str:
     """The text sent for script `name`: the files its include lines name, and theirs (each once, every
     file after the files it includes, in the order their include lines come), then its own text."""
+    return ''.join(_parts(directory, name).values())
+
+
+def _parts(directory: Path, name: str) -> dict[str, str]:
+    """_source's files and their texts, in its order: the script's own file last."""
     texts: dict[str, str] = {}
 
     def add(file: str, via: tuple[str, ...]) -> None:
@@ -65,7 +71,33 @@ def _source(directory: Path, name: str) -> str:
         texts[file] = text if text.endswith('\n') else text + '\n'
 
     add(f'{name}.lua', ())
-    return ''.join(texts.values())
+    return texts
+
+
+FUNCTION_PREFIX = 'rqfast_'
+
+
+def _library(name: str, parts: dict[str, str], function: str) -> str:
+    """Script `name` as a Redis function library (FUNCTION LOAD) holding one function, `function`: the
+    included files run once, when the library loads (their helpers defined once per server rather than
+    once per call); the script's own text is the function's body, run per call with KEYS and ARGV set
+    as EVALSHA sets them (locals of the library here) and the key table of the call's prefix
+    (use_prefix, lua/_common.lua)."""
+    *helpers, own = parts.values()
+    prefix = '  use_prefix(args[1])\n' if '_common.lua' in parts else ''
+    return (
+        f'#!lua name={function}\n'
+        'local KEYS, ARGV\n'
+        + ''.join(helpers)
+        + 'local function main()\n'
+        + own
+        + 'end\n'
+        + f"redis.register_function('{function}', function(keys, args)\n"
+        + '  KEYS, ARGV = keys, args\n'
+        + prefix
+        + '  return main()\n'
+        + 'end)\n'
+    )
 
 
 # Redis Cluster, while the prefix's slot moves to another master (docs/connections.md): between the
@@ -93,45 +125,89 @@ def _while_slot_moves(call: Callable[[], Any]) -> Any:
 
 
 class Script:
-    """A script file with the files it includes in front (see _source), called by its sha1."""
+    """A script file with the files it includes in front (see _source): called as a Redis function
+    (FCALL) where the server has them, else by its sha1 (EVALSHA).
+
+    A server with functions (Redis 7+, Valkey) gets the script once as a function library
+    (_library: FUNCTION LOAD), named after the script and its text's sha1, so that every version of
+    rqfast has its own and a mixed fleet's coexist; the library defines the helpers once per server,
+    where a script defines them again on every call. A call that finds no such function (a restarted
+    server without persistence, FUNCTION FLUSH) loads it and is sent again, as EVALSHA does on NOSCRIPT.
+    A server without them (Redis 6, a client whose ACL forbids FCALL or FUNCTION LOAD, a replica) answers the
+    first FCALL with an error that puts its connection pool on EVALSHA for good (_NO_FUNCTIONS). Redis
+    Cluster clients (RedisCluster: redis-py asks the server for an FCALL's keys, a round trip per call)
+    and callers' pipelines (Script.queue) use scripts.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = _source(_lua_dir(), name).encode()
+        self._parts = _parts(_lua_dir(), name)
+        self.source = ''.join(self._parts.values()).encode()
         self.sha = hashlib.sha1(self.source).hexdigest()
+        self.function = f'{FUNCTION_PREFIX}{name}_{self.sha[:16]}'
+
+    @property
+    def library(self) -> str:
+        """The text FUNCTION LOAD takes for this script (see _library)."""
+        return _library(self.name, self._parts, self.function)
 
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
-        return _while_slot_moves(lambda: self._call(client, args))
+        pool = _plain_pool(client)
+        if pool is not None:
+            return _while_slot_moves(lambda: self._run(client, lambda head: _send_pooled(pool, (*head, *args))))
+        return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
 
-    def _call(self, client: Any, args: Sequence[Any]) -> Any:
+    def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
+        """__call__ with the arguments in pieces: lists of them, and runs of them packed already
+        (packed()); on a connection that splices (spliceable())."""
+        return _while_slot_moves(
+            lambda: self._run(connection, lambda head: connection.execute_spliced([head, *pieces]))
+        )
+
+    def _run(self, client: Any, send: Callable[[tuple[Any, ...]], Any]) -> Any:
+        """send(head) with the head of an FCALL of this script's function, or of an EVALSHA; loading
+        the function or the script when the server lacks it, and sending again."""
+        owner = _functions_owner(client)
+        slot_key, prefix = keys.SLOT_KEY, keys.PREFIX  # (the keyspace's: sharded by queue, the call's queue's)
+        if owner is not None and owner not in _NO_FUNCTIONS:
+            fcall = ('FCALL', self.function, 1, slot_key, prefix)
+            try:
+                return send(fcall)
+            except ResponseError as exc:
+                if not self._function_missing(client, owner, exc):
+                    raise
+            if owner not in _NO_FUNCTIONS:
+                return send(fcall)
+        evalsha = ('EVALSHA', self.sha, 1, slot_key, prefix)
         try:
-            pool = _plain_pool(client)
-            if pool is not None:
-                return _send_pooled(pool, ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args))
-            return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
+            return send(evalsha)
         except Exception as exc:
             if not isinstance(exc, NoScriptError):
                 _explain_no_lua(exc)
                 raise
             client.script_load(self.source)
-            return client.execute_command('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX, *args)
+            return send(evalsha)
 
-    def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
-        """__call__ with the arguments in pieces: lists of them, and runs of them packed already
-        (packed()); on a connection that splices (spliceable())."""
-        return _while_slot_moves(lambda: self._call_spliced(connection, pieces))
-
-    def _call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
-        head = ('EVALSHA', self.sha, 1, keys.SLOT_KEY, keys.PREFIX)
+    def _function_missing(self, client: Any, owner: Any, exc: ResponseError) -> bool:
+        """After an FCALL failed with `exc`: True when it is to be sent again (the function is loaded
+        now) or the server takes no FCALL (its owner is in _NO_FUNCTIONS now: EVALSHA follows); False
+        for any other error (the call's own)."""
+        message = str(exc)
+        if isinstance(exc, _NOT_HERE) or _unknown_command(message, 'fcall'):
+            _NO_FUNCTIONS.add(owner)
+            return True
+        if 'function not found' not in message.lower():
+            return False
         try:
-            return connection.execute_spliced([head, *pieces])
-        except Exception as exc:
-            if not isinstance(exc, NoScriptError):
-                _explain_no_lua(exc)
+            client.execute_command('FUNCTION', 'LOAD', self.library)
+        except ResponseError as load_error:
+            text = str(load_error).lower()
+            if isinstance(load_error, _NOT_HERE) or _unknown_command(text, 'function'):
+                _NO_FUNCTIONS.add(owner)
+            elif 'already exists' not in text:  # (another client loaded it meanwhile: it is there)
                 raise
-            connection.script_load(self.source)
-            return connection.execute_spliced([head, *pieces])
+        return True
 
     def queue(self, pipeline: Pipeline, args: Sequence[Any]) -> None:
         """Queue the call into a caller's pipeline: it runs, and replies, when the caller executes it.
@@ -164,6 +240,33 @@ class Script:
 # Per caller's pipeline: its batch (the command_stack list itself, held so that identity compares
 # safely) and the shas of the scripts sent in full in it.
 _sent_in_batch: weakref.WeakKeyDictionary[Any, tuple[list[Any], set[str]]] = weakref.WeakKeyDictionary()
+
+
+# The connection pools (or other clients) whose server takes no FCALL, or whose user may not use it or
+# FUNCTION LOAD, or that is a replica (it takes no FUNCTION LOAD, and no FCALL of a function that may
+# write, where a script that only reads runs): their calls are EVALSHAs from then on (Script._run).
+_NOT_HERE = (NoPermissionError, ReadOnlyError)
+_NO_FUNCTIONS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _functions_owner(client: Any) -> Any:
+    """What _NO_FUNCTIONS keys a client's server by: its connection pool (a Redis client, a DirectLine);
+    None for a client that calls scripts only (a RedisCluster, or one without a pool)."""
+    if _is_cluster(client):
+        return None
+    return getattr(client, 'connection_pool', None)
+
+
+def _is_cluster(client: Any) -> bool:
+    module = sys.modules.get('redis.cluster')
+    return module is not None and isinstance(client, module.RedisCluster)
+
+
+def _unknown_command(message: str, command: str) -> bool:
+    """Whether `message` is a server's refusal of `command` as unknown: Redis 7 quotes it ('fcall'), Redis
+    6 and others in backticks (`FCALL`)."""
+    text = message.lower()
+    return 'unknown command' in text and any(f'{quote}{command}' in text for quote in "'`")
 
 
 class LuaUnavailableError(RuntimeError):
@@ -266,6 +369,11 @@ class DirectLine:
         except (RedisConnectionError, RedisTimeoutError, OSError):
             line.disconnect()
             raise
+
+    @property
+    def connection_pool(self) -> Any:
+        """Its client's pool (the connection's): what rqfast keys its server's facts by."""
+        return self._client.connection_pool
 
     @property
     def splices(self) -> bool:

@@ -81,6 +81,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
     ('surface', ['utils']),
+    ('dashboard', ['dashboard']),
     ('cli', ['cli', '__main__']),
     ('api', [PACKAGE]),
 ]
@@ -105,6 +106,7 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.jobrun', 'asyncio'): (1, _CHILD + 'that runs no coroutine never imports asyncio (13 ms)'),
     ('rqfast.jobrun', 'rqfast.scripts'): (1, _CHILD + 'whose job writes nothing loads no script (nor redis-py)'),
     ('rqfast.metrics', 'prometheus_client.core'): (1, 'optional dependency: only when metrics are asked for'),
+    ('rqfast.cli.dashboard', 'rqfast.dashboard.server'): (1, "optional dependency: the dashboard's extra"),
     ('rqfast.orphaned', 'rqfast.engine'): (1, _CHILD + 'records its own outcome only when its worker died (13 ms)'),
     ('rqfast.utils', 'redis.exceptions'): (1, "start-up cost: a job importing RQ's rq.utils helpers loads no redis-py"),
     ('rqfast.webhook', 'urllib.request'): (1, 'start-up cost: 15 ms that only a worker sending a webhook pays'),

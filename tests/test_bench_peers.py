@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import redis
@@ -64,13 +65,19 @@ def test_default_run_keeps_out_the_peers_rows_and_peers_keeps_to_them() -> None:
         'peers-aio-redis-50',
         'peers-single',
         'peers-bulk',
+        'peers-latency-200',
+        'peers-latency-half',
+        'peers-latency-fork',
     ]
     assert [s.name for s in bench_main.selected(everything, 'peers-noop')] == ['peers-noop-1', 'peers-noop-10']
     # Each workload's job goes to the libraries that run that kind of job; the rest get no figure ('—').
     io, aio = with_peers[2], with_peers[3]
     assert sorted(io.others) == ['celery', 'dramatiq', 'huey'] and io.bull is None and io.rq is not None
     assert sorted(aio.others) == ['arq', 'saq', 'taskiq'] and aio.bull is not None and aio.rq is not None
-    assert [row.key for row in io.rows] == ['peers-io-50', 'peers-io-50-cpu']
+    assert [row.key for row in io.rows] == ['peers-io-50', 'peers-io-50-cpu', 'peers-io-50-cmd', 'peers-io-50-lua']
+    assert io.floor is not None and with_peers[-1].floor is not None and with_peers[7].floor is None  # (bulk: none)
+    latency = with_peers[8]
+    assert sorted(latency.others) == sorted(p.name for p in peers.PEERS) and latency.bull is not None
 
 
 def test_the_quick_run_imports_no_peer() -> None:
@@ -190,10 +197,11 @@ def test_a_peer_run_gives_jobs_per_second_and_redis_cpu_per_job(
     fake = FakeSide(bench_target.url)
     monkeypatch.setattr(harness, 'side', lambda peer: fake)
     before = bench_target.cpu_seconds()
-    rate, cpu = harness.peer_work(peers.BY_NAME['huey'], bench_target, 'io_sleep_redis', 40, 10, 30)
+    rate, cpu, commands, scripts = harness.peer_work(peers.BY_NAME['huey'], bench_target, 'io_sleep_redis', 40, 10, 30)
     assert bench_target.cpu_seconds() > before
     assert 0 < rate < 10 * 100  # 10 at a time, 10 ms each
     assert cpu > 0
+    assert commands > 0 and scripts == 0  # (the stand-in's LPUSH/BRPOP/INCRs; no script)
     assert int(bench_target.client.get(jobs.INCR_KEY)) == 40
 
 
@@ -238,8 +246,9 @@ def test_the_tally_wakes_an_event_loop_from_a_job_thread() -> None:
 def test_rqfast_in_a_peers_row_reads_redis_cpu_around_its_worker(bench_target: Target) -> None:
     bench_target.flush()
     lib = load_lib('rqfast', 'rqfast')
-    rate, cpu = harness.rq_work(lib, bench_target, 'io_sleep_redis', 20, 5, 60)
+    rate, cpu, commands, scripts = harness.rq_work(lib, bench_target, 'io_sleep_redis', 20, 5, 60)
     assert rate > 0 and cpu > 0
+    assert scripts > commands > 0  # (its script calls' time holds their commands')
     assert int(bench_target.client.get(jobs.INCR_KEY)) == 20
 
 
@@ -248,8 +257,45 @@ def test_an_enqueue_run_reads_back_what_the_library_holds(
 ) -> None:
     fake = FakeSide(bench_target.url)
     monkeypatch.setattr(harness, 'side', lambda peer: fake)
-    rate, cpu = harness.peer_insert(peers.BY_NAME['saq'], bench_target, 'noop_async', 50, bulk=False)
+    rate, cpu, *_ = harness.peer_insert(peers.BY_NAME['saq'], bench_target, 'noop_async', 50, bulk=False)
     assert rate > 0 and cpu >= 0 and fake.queued(bench_target.url) == 50
     fake = FakeSide(bench_target.url, drop=1)
     with pytest.raises(MeasurementError, match='49 of 50 jobs are queued'):
         harness.peer_insert(peers.BY_NAME['saq'], bench_target, 'noop_async', 50, bulk=True)
+
+
+def test_a_latency_run_measures_each_job_from_its_enqueue_to_its_start(
+    bench_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import latency
+
+    bench_target.flush()
+    monkeypatch.setattr(latency, 'WARM_AT', 0.3)
+    steps = latency.plan(100, 20, 0.5)
+    assert [tag for _, tag in steps] == ['w', 'i'] + ['p'] * 20
+    assert steps[2][0] - steps[1][0] == latency.AFTER_IDLE and steps[3][0] - steps[2][0] == pytest.approx(0.01)
+    found = latency.rq_latency(load_lib('rqfast', 'rqfast'), bench_target, 'SimpleWorker', 100, 20, 0.5, 30)
+    assert 0 < found['p50'] <= found['p99'] < 1000 and 0 < found['idle'] < 1000  # ms
+    assert redis.Redis.from_url(bench_target.url).zcard('rq:finished:bench_rqfast') == 22
+
+
+def test_a_latency_run_that_lost_a_job_is_an_error(tmp_path: Any) -> None:
+    from bench import latency
+
+    path = tmp_path / 'pickups'
+    path.write_text('w 0.001\ni 0.002\np 0.003\n')
+    with pytest.raises(MeasurementError, match='1 of 2 paced jobs'):
+        latency._figures(str(path), 2)
+
+
+def test_the_floors_are_measured(bench_target: Target) -> None:
+    from bench import floors
+
+    bench_target.flush()
+    assert floors.script_rate(bench_target, 20) > 0
+    rate, commands = floors.enqueue_floor(bench_target, 20)
+    assert rate > 0 and commands > 0
+    assert floors.fork_rate(5) > 0
+    assert 0 < floors.sleep_rate(bench_target, 20, 10, with_redis=True) < 10 * 100
+    assert floors.layout_commands_us(bench_target, 20, 1) > commands  # (a job's whole life, enqueue included)
+    assert set(floors.rq_record()) >= {'data', 'created_at', 'enqueued_at', 'description', 'origin', 'timeout'}

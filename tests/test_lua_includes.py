@@ -31,9 +31,10 @@ def _includes(name: str) -> list[str]:
 
 
 def _defined(name: str) -> set[str]:
-    """The names a file declares at its top level (`local function f`, `local a, b =`)."""
+    """The names a file declares at its top level (`local function f`, `local a, b =`, `local a, b`)."""
     found: set[str] = set()
-    for match in re.finditer(r'^local (?:function (\w+)|([\w, ]+?)\s*=)', _code((LUA / name).read_text()), re.M):
+    pattern = r'^local (?:function (\w+)|([\w, ]+?)\s*(?:=|$))'
+    for match in re.finditer(pattern, _code((LUA / name).read_text()), re.M):
         found.update(part.strip() for part in (match.group(1) or match.group(2)).split(','))
     return found
 
@@ -142,3 +143,13 @@ def test_an_include_cycle_or_a_missing_file_is_an_error(tmp_path: Path) -> None:
     _write(tmp_path, {'t.lua': '--@include _gone.lua\n'})
     with pytest.raises(FileNotFoundError):
         _source(tmp_path, 't')
+
+
+def test_every_script_loads_as_a_function_library(connection: redis.Redis) -> None:
+    """FUNCTION LOAD runs a library's top level: each script's helpers define nothing global and read no
+    ARGV there (its ARGV is the call's, a local of the library)."""
+    from rqfast.scriptload import script
+
+    for name in SCRIPTS:
+        library = script(name).library
+        assert connection.execute_command('FUNCTION', 'LOAD', 'REPLACE', library) == script(name).function.encode()

@@ -20,7 +20,7 @@ from bench.child import NotAvailable
 from bench.peers import tally
 
 POLL_DELAY = 0.010
-JOBS = ('noop_async', 'io_async', 'io_async_redis')
+JOBS = ('noop_async', 'io_async', 'io_async_redis', 'pickup_async')
 
 
 async def _pool(url: str) -> Any:
@@ -52,6 +52,17 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
         return elapsed
 
     return asyncio.run(main())
+
+
+async def async_sender(url: str, job: str) -> tuple[Any, Any]:
+    """(async send(*args), async close()), for the latency rows' producer."""
+    pool = await _pool(url)
+    await pool.ping()
+
+    async def send(*args: Any) -> None:
+        await pool.enqueue_job(job, *args)
+
+    return send, pool.aclose
 
 
 def queued(url: str) -> int:

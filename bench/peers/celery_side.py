@@ -38,7 +38,7 @@ def _new_app(url: str) -> tuple[Any, dict[str, Any]]:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
     )
-    tasks = {job: app.task(tally.counted(job), name=job) for job in ('noop', 'io_sleep', 'io_sleep_redis')}
+    tasks = {job: app.task(tally.counted(job), name=job) for job in ('noop', 'io_sleep', 'io_sleep_redis', 'pickup')}
     return app, tasks
 
 
@@ -64,6 +64,15 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
         elapsed = time.monotonic() - start
     app.connection_for_write().default_channel.client.lpop(QUEUE)  # the untimed first one
     return elapsed
+
+
+def sender(url: str, job: str) -> tuple[Any, Any]:
+    """(send(*args), close()), for the latency rows' producer."""
+    app, tasks = _app(url)
+    task = tasks[job]
+    with app.connection_for_write() as conn:
+        conn.ensure_connection()
+    return (lambda *args: task.delay(*args)), (lambda: None)
 
 
 def queued(url: str) -> int:

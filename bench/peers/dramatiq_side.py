@@ -21,7 +21,7 @@ def _broker(url: str) -> tuple[Any, dict[str, Any]]:
     broker = RedisBroker(url=url)
     dramatiq.set_broker(broker)
     actors = {}
-    for job in ('noop', 'io_sleep', 'io_sleep_redis'):
+    for job in ('noop', 'io_sleep', 'io_sleep_redis', 'pickup'):
         actors[job] = dramatiq.actor(actor_name=job, queue_name=QUEUE, broker=broker)(tally.counted(job))
     return broker, actors
 
@@ -46,6 +46,14 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
     elapsed = time.monotonic() - start
     broker.close()
     return elapsed
+
+
+def sender(url: str, job: str) -> tuple[Any, Any]:
+    """(send(*args), close()), for the latency rows' producer."""
+    broker, actors = _broker(url)
+    broker.client.ping()
+    actor = actors[job]
+    return (lambda *args: actor.send(*args)), broker.close
 
 
 def queued(url: str) -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from typing import Any
 
 from bench import bull_side, jobs, rq_side
 from bench.child import MeasurementError
+from bench.floors import command_seconds
 from bench.libs import Lib
 from bench.peers import Peer, side, tally
 from bench.redis_server import Target
@@ -41,6 +41,27 @@ def _per_job_us(before: float, after: float, count: int) -> float:
     return (after - before) / count * 1e6
 
 
+class Marks:
+    """The server's CPU and its commands' and script calls' time (INFO commandstats), read at a run's
+    start and end: per job, [CPU, commands, script calls], µs."""
+
+    def __init__(self, target: Target, client: Any) -> None:
+        self.target = target
+        self.start = self._read(client)
+        self.end: tuple[float, float, float] | None = None
+
+    def _read(self, client: Any) -> tuple[float, float, float]:
+        return (self.target.cpu_seconds(client), *command_seconds(client))
+
+    def stop(self, client: Any) -> None:
+        self.end = self._read(client)
+
+    def per_job(self, count: int) -> list[float]:
+        if self.end is None:
+            raise MeasurementError('no CPU reading at the end of the run')
+        return [_per_job_us(a, b, count) for a, b in zip(self.start, self.end, strict=True)]
+
+
 def check_incr(client: Any, job: str, count: int) -> None:
     if not job.endswith('_redis'):
         return
@@ -56,16 +77,15 @@ def peer_work(peer: Peer, target: Target, job: str, count: int, concurrency: int
     watcher_client = target.connect()
     watcher_client.ping()
     run_tally = tally.start(count)
-    cpu_before = target.cpu_seconds(client)
+    marks = Marks(target, client)
     module.enqueue(target.url, job, count)  # not timed; its Redis CPU counts
     waiting = module.queued(target.url)
     if waiting != count:
         raise MeasurementError(f'{waiting} of {count} jobs are queued before the worker starts')
-    cpu_done: list[float] = []
 
     def watch() -> None:  # reads Redis' CPU the moment the last job ended, before the worker stops
         if run_tally.done.wait(timeout):
-            cpu_done.append(target.cpu_seconds(watcher_client))
+            marks.stop(watcher_client)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -76,59 +96,52 @@ def peer_work(peer: Peer, target: Target, job: str, count: int, concurrency: int
     if total != count:
         raise MeasurementError(f'{total} jobs ran, {count} were enqueued')
     check_incr(client, job, count)
-    if not cpu_done:
-        raise MeasurementError('no CPU reading at the end of the run')
-    return [count / (run_tally.finished_at - start), _per_job_us(cpu_before, cpu_done[0], count)]
+    return [count / (run_tally.finished_at - start), *marks.per_job(count)]
 
 
 def peer_insert(peer: Peer, target: Target, job: str, count: int, bulk: bool) -> list[float]:
     """[jobs/s, Redis CPU µs per job] of enqueueing `count` jobs one by one, or in bulk."""
     module = side(peer)
     client = _prepare(target)
-    cpu_before = target.cpu_seconds(client)
+    marks = Marks(target, client)
     elapsed = module.insert(target.url, job, count, bulk)
-    cpu_after = target.cpu_seconds(client)
+    marks.stop(client)
     waiting = module.queued(target.url)
     if waiting != count:
         raise MeasurementError(f'{waiting} of {count} jobs are queued')
-    return [count / elapsed, _per_job_us(cpu_before, cpu_after, count)]
+    return [count / elapsed, *marks.per_job(count)]
 
 
 def rq_work(lib: Lib, target: Target, job: str, count: int, concurrency: int, timeout: float) -> list[float]:
     """The same for RQ and rqfast: one SimpleWorker process (at `concurrency`; RQ: 1 only)."""
     client = _prepare(target)
-    cpu_before = target.cpu_seconds(client)
-    marks: list[float] = []
+    marks = Marks(target, client)
     rate, _ = rq_side.fleet_rate(
-        lib, target, job, count, 1, concurrency, timeout, after_work=lambda: marks.append(target.cpu_seconds(client))
+        lib, target, job, count, 1, concurrency, timeout, after_work=lambda: marks.stop(client)
     )
     check_incr(client, job, count)
-    return [rate, _per_job_us(cpu_before, marks[0], count)]
+    return [rate, *marks.per_job(count)]
 
 
 def rq_insert(lib: Lib, target: Target, count: int, bulk: bool) -> list[float]:
     client = _prepare(target)
-    cpu_before = target.cpu_seconds(client)
+    marks = Marks(target, client)
     rate = (rq_side.bulk_insert if bulk else rq_side.single_insert)(lib, target, count)
-    return [rate, _per_job_us(cpu_before, target.cpu_seconds(client), count)]  # one LLEN check included
+    marks.stop(client)  # one LLEN check included
+    return [rate, *marks.per_job(count)]
 
 
 def bull_work(target: Target, job: str, count: int, concurrency: int, timeout: float) -> list[float]:
     client = _prepare(target)
-    cpu_before = target.cpu_seconds(client)
-    marks: list[float] = []
-    started = time.monotonic()
-    rate = bull_side.worker_rate(
-        target, job, count, concurrency, timeout, at_done=lambda: marks.append(target.cpu_seconds(client))
-    )
-    if not marks:
-        raise MeasurementError(f'no CPU reading after {time.monotonic() - started:.0f} s')
+    marks = Marks(target, client)
+    rate = bull_side.worker_rate(target, job, count, concurrency, timeout, at_done=lambda: marks.stop(client))
     check_incr(client, job, count)
-    return [rate, _per_job_us(cpu_before, marks[0], count)]
+    return [rate, *marks.per_job(count)]
 
 
 def bull_insert(target: Target, count: int, bulk: bool) -> list[float]:
     client = _prepare(target)
-    cpu_before = target.cpu_seconds(client)
+    marks = Marks(target, client)
     rate = (bull_side.bulk_insert if bulk else bull_side.single_insert)(target, count)
-    return [rate, _per_job_us(cpu_before, target.cpu_seconds(client), count)]  # one count check included
+    marks.stop(client)  # one count check included
+    return [rate, *marks.per_job(count)]

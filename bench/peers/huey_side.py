@@ -20,7 +20,9 @@ _hueys: dict[str, tuple[Any, dict[str, Any]]] = {}
 def _huey(url: str) -> tuple[Any, dict[str, Any]]:
     if url not in _hueys:
         huey = RedisHuey(NAME, url=url)
-        tasks = {job: huey.task(name=job)(tally.counted(job)) for job in ('noop', 'io_sleep', 'io_sleep_redis')}
+        tasks = {
+            job: huey.task(name=job)(tally.counted(job)) for job in ('noop', 'io_sleep', 'io_sleep_redis', 'pickup')
+        }
         _hueys[url] = huey, tasks
     return _hueys[url]
 
@@ -43,6 +45,14 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
     for _ in range(count):
         task()
     return time.monotonic() - start
+
+
+def sender(url: str, job: str) -> tuple[Any, Any]:
+    """(send(*args): one job of `job` with these arguments, close()), for the latency rows' producer."""
+    huey, tasks = _huey(url)
+    huey.storage.conn.ping()
+    task = tasks[job]
+    return (lambda *args: task(*args)), (lambda: None)
 
 
 def queued(url: str) -> int:

@@ -16,7 +16,7 @@ from bench.child import NotAvailable
 from bench.peers import tally
 
 NAME = 'bench_saq'
-JOBS = ('noop_async', 'io_async', 'io_async_redis')
+JOBS = ('noop_async', 'io_async', 'io_async_redis', 'pickup_async')
 
 
 async def _queue(url: str) -> Any:
@@ -50,6 +50,16 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
         return elapsed
 
     return asyncio.run(main())
+
+
+async def async_sender(url: str, job: str) -> tuple[Any, Any]:
+    """(async send(enqueued, tag), async close()), for the latency rows' producer (saq passes keywords)."""
+    queue = await _queue(url)
+
+    async def send(enqueued: float, tag: str) -> None:
+        await queue.enqueue(job, enqueued=enqueued, tag=tag)
+
+    return send, queue.disconnect
 
 
 def queued(url: str) -> int:

@@ -80,18 +80,18 @@ def counted(job: str, with_ctx: bool = False) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(fn):
         if with_ctx:
 
-            async def wrapped(ctx: Any) -> None:
-                await fn()
+            async def wrapped(ctx: Any, *args: Any, **kwargs: Any) -> None:
+                await fn(*args, **kwargs)
                 CURRENT.mark()
         else:
 
-            async def wrapped() -> None:
-                await fn()
+            async def wrapped(*args: Any, **kwargs: Any) -> None:
+                await fn(*args, **kwargs)
                 CURRENT.mark()
     else:
 
-        def wrapped() -> None:
-            fn()
+        def wrapped(*args: Any, **kwargs: Any) -> None:
+            fn(*args, **kwargs)
             CURRENT.mark()
 
     wrapped.__name__ = wrapped.__qualname__ = job

@@ -17,7 +17,7 @@ from bench.child import NotAvailable
 from bench.peers import tally
 
 STREAM = 'bench_taskiq'
-JOBS = ('noop_async', 'io_async', 'io_async_redis')
+JOBS = ('noop_async', 'io_async', 'io_async_redis', 'pickup_async')
 
 
 async def _broker(url: str) -> tuple[Any, dict[str, Any]]:
@@ -52,6 +52,17 @@ def insert(url: str, job: str, count: int, bulk: bool) -> float:
         return elapsed
 
     return asyncio.run(main())
+
+
+async def async_sender(url: str, job: str) -> tuple[Any, Any]:
+    """(async send(*args), async close()), for the latency rows' producer."""
+    broker, tasks = await _broker(url)
+    task = tasks[job]
+
+    async def send(*args: Any) -> None:
+        await task.kiq(*args)
+
+    return send, broker.shutdown
 
 
 def queued(url: str) -> int:

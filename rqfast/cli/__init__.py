@@ -13,6 +13,7 @@ from ..version import RQ_API_VERSIONS, VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
+from .dashboard import dashboard
 from .enqueue import enqueue
 from .errors import CliError
 from .event_stream import events
@@ -22,9 +23,10 @@ from .pool import worker_pool
 from .rate_limits import rate_limits
 from .workers import worker
 
-# Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue: the others read or
-# write one keyspace, so they run once per queue with that queue's keyspace as their prefix.
-SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume'})
+# Sharded by queue (RQFAST_SHARDING=queue), the commands that work queue by queue (the dashboard reads
+# every keyspace): the others read or write one keyspace, so they run once per queue with that queue's
+# keyspace as their prefix.
+SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume', 'dashboard'})
 
 
 def version_text() -> str:
@@ -81,6 +83,7 @@ for command in (
     worker_alive,
     events,
     rate_limits,
+    dashboard,
 ):
     main.add_command(command)
 

@@ -32,6 +32,12 @@ REQUIREMENTS = [
     'psutil',
     'django-rq==4.2.0',
     'prometheus_client',
+    # rqfast's dashboard, reading what rq 3.0 writes (tests/rq3/test_rq3_dashboard.py)
+    'starlette>=0.40',
+    'uvicorn>=0.30',
+    'jinja2>=3.1',
+    'a2wsgi>=1.10',
+    'httpx>=0.27',
 ]
 # rq-exporter 3.1.0 (the newest) declares rq<3; installed without its requirements to check it reads
 # rqfast beside rq 3.0 all the same (tests/test_ecosystem_readers.py).
