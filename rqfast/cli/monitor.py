@@ -149,9 +149,7 @@ def refresh(interval: float | None, func: Callable[..., None], *args: Any) -> No
 
 
 @click.command()
-@click.option(
-    '--interval', '-i', type=click.FloatRange(min=0), help="Updates stats every N seconds (default: don't poll)"
-)
+@click.option('--interval', '-i', type=float, help="Updates stats every N seconds (default: don't poll)")
 @click.option('--raw', '-r', is_flag=True, help='Print only the raw numbers, no bar charts')
 @click.option('--only-queues', '-Q', is_flag=True, help='Show only queue info')
 @click.option('--only-workers', '-W', is_flag=True, help='Show only worker info')
@@ -168,6 +166,8 @@ def info(
     queues: tuple[str, ...],
 ) -> None:
     """Queues with their job counts, and workers with their state (RQ's `rq info`)."""
+    if interval is not None and interval < 0:  # (rq's own `x is not a valid float` stays click's)
+        raise click.BadParameter(f'{interval:g} is below 0: the seconds between updates', param_hint="'--interval'")
     printer: Printer = show_queues if only_queues else show_workers if only_workers else show_both
     connection = cli_config.connection
     if queues:
