@@ -27,6 +27,16 @@ _CORE = {
     'test_worker_spawn.py': (),  # SpawnWorker
 }
 
+# Of the cluster tests (a 3-master cluster per module), the ones through every worker class, the
+# scheduler, retries, dependencies, pipelines and a failover; the rest run in the whole suite.
+_CLUSTER_SLOT = (
+    'test_400_jobs',
+    'test_cli_worker_scheduler_retry',
+    'test_every_script_call_declares_the_slot_key',
+    'test_a_failover_of_the_slots_master',
+)
+_CLUSTER_SHARDED = ('test_400_jobs', 'test_scheduler_retry_dependency_and_pipelines', 'test_dependencies_within')
+
 SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
     'quick': _CORE,
     'python': {
@@ -52,18 +62,18 @@ SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
         **_CORE,
         'test_roundtrips_enqueue.py': (),
         'test_pipeline.py': (),
-        'test_cluster.py': (),
-        'test_cluster_sharded.py': (),
-        'test_connection_security.py': (),
+        'test_cluster.py': _CLUSTER_SLOT,
+        'test_cluster_sharded.py': _CLUSTER_SHARDED,
+        'test_connection_security.py': ('test_tls_rediss_url', 'test_the_acl_user', 'test_sentinel'),
     },
     'server': {
         **_CORE,
         'test_lua_includes.py': (),
         'test_maintenance.py': (),
         'test_scheduler.py': (),
-        'test_cluster.py': (),
-        'test_cluster_sharded.py': (),
-        'chaos/test_chaos.py': ('test_redis_server_killed_and_restarted', 'test_poison_corpus'),
+        'test_cluster.py': _CLUSTER_SLOT,
+        'test_cluster_sharded.py': _CLUSTER_SHARDED,
+        'chaos/test_chaos.py': ('test_redis_server_killed_and_restarted', 'test_poison_corpus[SpawnWorker]'),
     },
 }
 
