@@ -82,19 +82,24 @@ class WorkerRef:
     heartbeat_grace: int = JOB_HEARTBEAT_GRACE  # a running job's heartbeat TTL: the interval plus this
 
 
-def _claim_from_reply(reply: list[Any], execution_id: str, moment: datetime) -> Claim:
-    job_id, queue, flat, dropped, suspended = reply[:5]
-    claim = Claim(dropped=[as_text(d) for d in dropped or []], suspended=bool(suspended))
-    if len(reply) > 5:
-        dead = [as_text(d) for d in reply[5] or []]
-        claim.dead_lettered = list(zip(dead[::3], dead[1::3], dead[2::3], strict=True))
-    if len(reply) > 6:
-        claim.recorded = bool(reply[6])
-    if job_id:
-        claim.job_id, claim.queue, claim.execution_id = as_text(job_id), as_text(queue), execution_id
+def _claim_from_reply(reply: workerscripts.ClaimReply | None, execution_id: str, moment: datetime) -> Claim:
+    assert reply is not None
+    claim = Claim(dropped=[as_text(d) for d in reply.dropped or []], suspended=bool(reply.suspended))
+    if reply.dead_lettered:
+        claim.dead_lettered = _dead_lettered(reply.dead_lettered)
+    claim.recorded = bool(reply.recorded)
+    if reply.job_id:
+        claim.job_id, claim.queue, claim.execution_id = as_text(reply.job_id), as_text(reply.queue), execution_id
+        flat = reply.job_hash or []
         claim.raw = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
         claim.started_at = moment
     return claim
+
+
+def _dead_lettered(flat: Any) -> list[tuple[str, str, str]]:
+    """(queue, id, reason) triples from a reply's flat list of them."""
+    texts = [as_text(item) for item in flat or []]
+    return list(zip(texts[::3], texts[1::3], texts[2::3], strict=True))
 
 
 def _times(moment: datetime) -> list[Value]:
@@ -241,7 +246,7 @@ def finish_jobs(
     """
     moment = moment or now()
     execution_ids = [_execution_ids.next() for _ in range(claim_count)]
-    recorded, claimed, dropped, suspended, dead = workerscripts.finish_jobs(
+    reply = workerscripts.finish_jobs(
         connection,
         worker.name,
         _times(moment),
@@ -260,12 +265,13 @@ def finish_jobs(
         grace=worker.heartbeat_grace,
     )
     claims = []
-    for (job_id, queue, flat), execution_id in zip(claimed, execution_ids, strict=False):
+    for (job_id, queue, flat), execution_id in zip(reply.claims, execution_ids, strict=False):
         raw = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
         claims.append(Claim(as_text(job_id), as_text(queue), execution_id, raw, moment))
-    texts = [as_text(d) for d in dead or []]
-    batch = Batch([bool(r) for r in recorded], claims, [as_text(d) for d in dropped or []], bool(suspended))
-    batch.dead_lettered = list(zip(texts[::3], texts[1::3], texts[2::3], strict=True))
+    dropped = [as_text(d) for d in reply.dropped or []]
+    batch = Batch([bool(r) for r in reply.recorded], claims, dropped, bool(reply.suspended))
+    if reply.dead_lettered:
+        batch.dead_lettered = _dead_lettered(reply.dead_lettered)
     return batch
 
 
@@ -274,7 +280,7 @@ def record_abandoned(connection: Redis, job_id: str, queue: str, member: str, pl
     (`<id>:<execution id>`) is still in its started registry. The member goes either way; False
     when the fence no longer held (the job was settled meanwhile) and nothing was recorded."""
     reply = _finish_unclaimed(connection, job_id, queue, plan, moment, fence=member)
-    return bool(reply[6])
+    return reply is not None and bool(reply.recorded)
 
 
 def _finish_unclaimed(
@@ -285,9 +291,9 @@ def _finish_unclaimed(
     moment: datetime,
     fence: str = '',
     pipeline: Pipeline | None = None,
-) -> list[Any]:
+) -> workerscripts.ClaimReply | None:
     """One finish_job call for a job no live worker holds: no worker, no next claim; fenced on
-    `fence` when given, queued into `pipeline` when given ([] then)."""
+    `fence` when given, queued into `pipeline` when given (None then)."""
     return workerscripts.finish_job(
         connection, '', _times(moment), job_id, queue, '', plan, 0.0, False, DEFAULT_JOB_MONITORING_INTERVAL, 0, '', [],
         fence=fence, pipeline=pipeline,

@@ -24,7 +24,7 @@ from . import keys
 from .dates import utcparse
 from .outcome import Outcome, OutcomeKind
 from .text import as_text
-from .worker import records
+from .worker import workerhash
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -152,7 +152,7 @@ class RedisCollector:
         working = core.CounterMetricFamily('rq_workers_working_time', 'RQ workers spent seconds', labels=labels)
         for worker_key, raw in zip(worker_keys, hashes, strict=True):
             try:
-                record = records.parse(worker_key, raw) if raw else None
+                record = workerhash.parse(worker_key, raw) if raw else None
             except ValueError:  # a hash this version cannot read (an unknown state): the others are still shown
                 record = None
             if record is None:

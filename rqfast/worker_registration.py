@@ -1,7 +1,7 @@
 """The worker sets as seen from Redis (RQ's rq.worker_registration): `rq:workers` and
 `rq:workers:<queue>`, holding worker keys.
 
-rqfast's worker joins and leaves them in its register_worker script (worker/records.py owns the
+rqfast's worker joins and leaves them in its register_worker script (worker/workerhash.py owns the
 worker hash); these functions are RQ's API over the same sets, for tools and tests.
 """
 

@@ -25,6 +25,35 @@ if TYPE_CHECKING:
     from redis.client import Pipeline
 
 
+class ClaimReply(NamedTuple):
+    """claim_job.lua's reply, and finish_job.lua's (which adds `recorded`), read by name."""
+
+    job_id: bytes | None  # (false: no job claimed)
+    queue: bytes | None
+    job_hash: list[bytes] | None  # the claimed job's hash as a flat HGETALL, before the claim
+    dropped: list[bytes]  # ids popped that had no job hash
+    suspended: int  # 1 if <prefix>suspended is set
+    dead_lettered: list[bytes] | tuple[()] = ()  # ids moved aside, flat: queue, id, reason, ...
+    recorded: int = 1  # finish_job's: 0 when its fence held the outcome off
+
+
+class BatchReply(NamedTuple):
+    """finish_jobs.lua's reply, read by name."""
+
+    recorded: list[int]  # per outcome: 1, or 0 when a fence held it off
+    claims: list[list[Any]]  # each {job id, queue, job hash as a flat HGETALL before the claim}
+    dropped: list[bytes]
+    suspended: int
+    dead_lettered: list[bytes]  # flat: queue, id, reason, ...
+
+
+class HeartbeatReply(NamedTuple):
+    """heartbeat.lua's reply, read by name."""
+
+    suspended: bool
+    lost: list[str]  # ids of the jobs in flight whose execution is gone (fenced off)
+
+
 def claim_job(
     connection: Redis,
     worker_name: str,
@@ -36,8 +65,8 @@ def claim_job(
     moved_queue: str,
     queues: list[str],
     grace: int = JOB_HEARTBEAT_GRACE,
-) -> list[Any]:
-    """See lua/claim_job.lua: {job id, queue, job hash (flat), dropped ids, suspended, dead-lettered}."""
+) -> ClaimReply:
+    """See lua/claim_job.lua."""
     args = [
         worker_name,
         *times,
@@ -53,7 +82,7 @@ def claim_job(
         len(queues),
         *queues,
     ]
-    return script('claim_job')(connection, args)  # type: ignore[no-any-return]
+    return ClaimReply(*script('claim_job')(connection, args))
 
 
 def finish_job(
@@ -73,19 +102,19 @@ def finish_job(
     fence: str = '',
     grace: int = JOB_HEARTBEAT_GRACE,
     pipeline: Pipeline | None = None,
-) -> list[Any]:
+) -> ClaimReply | None:
     """See lua/finish_job.lua: records `plan`, then answers as claim_job.
 
     With a `fence` (a started-registry member), only while that member and the job's started status hold.
-    With a caller's `pipeline`, the call is queued into it (no answer: []).
+    With a caller's `pipeline`, the call is queued into it (no answer: None).
     """
     args = _outcome_args(worker_name, times, job_id, queue, execution_id, fence, plan, working_time)
     args.extend(_claim_tail(claim_next, monitoring_interval, grace, idle_ttl, next_execution_id, queues))
     args.extend((plan.event, plan.event_detail))
     if pipeline is not None:
         script('finish_job').queue(pipeline, args)
-        return []
-    return script('finish_job')(connection, args)  # type: ignore[no-any-return]
+        return None
+    return ClaimReply(*script('finish_job')(connection, args))
 
 
 def _outcome_args(
@@ -183,9 +212,9 @@ def finish_jobs(
     execution_ids: list[str],
     queues: list[str],
     grace: int = JOB_HEARTBEAT_GRACE,
-) -> list[Any]:
+) -> BatchReply:
     """See lua/finish_jobs.lua: records each outcome (made by batch_outcome) as finish_job does,
-    claims up to len(execution_ids) jobs: {recorded, claims, dropped, suspended, dead}."""
+    claims up to len(execution_ids) jobs."""
     if len(times) != TIMES:
         raise ValueError(f'finish_jobs takes {TIMES} times, not {len(times)}')
     args: list[Value] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
@@ -199,13 +228,13 @@ def finish_jobs(
             assert outcome.packed is not None
             pieces.extend((outcome.packed[0], times_packed, outcome.packed[1]))
         pieces.append(claims)
-        return script('finish_jobs').call_spliced(connection, pieces)  # type: ignore[no-any-return]
+        return BatchReply(*script('finish_jobs').call_spliced(connection, pieces))
     for head, rest, _ in outcomes:
         args.extend(head)
         args.extend(times)
         args.extend(rest)
     args.extend(claims)
-    return script('finish_jobs')(connection, args)  # type: ignore[no-any-return]
+    return BatchReply(*script('finish_jobs')(connection, args))
 
 
 def register_worker(
@@ -235,16 +264,13 @@ def heartbeat(
     working_time: str,
     jobs: list[tuple[str, str, str]],
     grace: int = JOB_HEARTBEAT_GRACE,
-) -> tuple[bool, list[str]]:
-    """Heartbeat the worker and its jobs in flight (id, queue, execution id).
-
-    Returns (whether rq:suspended is set, ids of the jobs in flight whose execution is gone: fenced off).
-    """
+) -> HeartbeatReply:
+    """Heartbeat the worker and its jobs in flight (id, queue, execution id)."""
     args: list[Value] = [name, worker_ttl, *times, job_ttl, grace, working_time, len(jobs)]
     for job in jobs:
         args.extend(job)
-    suspended, lost = script('heartbeat')(connection, args)
-    return bool(suspended), [as_text(job_id) for job_id in lost]
+    reply = script('heartbeat')(connection, args)
+    return HeartbeatReply(bool(reply[0]), [as_text(job_id) for job_id in reply[1]])  # (its two fields, in order)
 
 
 def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:

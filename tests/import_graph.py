@@ -115,7 +115,6 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
 # Type-only imports (under `if TYPE_CHECKING:`) that close a loop: the module annotates with a class
 # whose module imports it at run time. (module, what it imports) -> why no small protocol replaces it.
 # tests/test_layers.py fails on a loop not listed here, and on an entry no longer found.
-_WORKER_LOOP = "the worker's loop, its runners, recorder and finisher act on the BaseWorker that owns them (its hooks)"
 TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.command', 'rqfast.worker'): "RQ's command handlers act on the worker itself (six of its members)",
     ('rqfast.dependencies', 'rqfast.job'): "Job.dependencies_are_met's body, typed as the Job it serves",
@@ -125,11 +124,6 @@ TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
     ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
     ('rqfast.types', 'rqfast.job'): "RQ's type aliases (rq.types) name Job",
-    ('rqfast.worker.finishing', 'rqfast.worker.base'): _WORKER_LOOP,
-    ('rqfast.worker.inline', 'rqfast.worker.base'): _WORKER_LOOP,
-    ('rqfast.worker.loop', 'rqfast.worker.base'): _WORKER_LOOP,
-    ('rqfast.worker.recorder', 'rqfast.worker.base'): _WORKER_LOOP,
-    ('rqfast.worker.steps', 'rqfast.worker.base'): _WORKER_LOOP,
 }
 
 

@@ -16,7 +16,7 @@ from rq.command import send_stop_job_command
 
 import rqfast
 from rqfast.status import JobStatus
-from rqfast.worker import SimpleWorker, slots
+from rqfast.worker import SimpleWorker, threads
 
 try:
     import concurrency_jobs as cj
@@ -74,7 +74,7 @@ def test_an_async_job_loaded_on_the_loop_stops_and_a_system_exit_fails_only_its_
 
 @pytest.mark.skipif(not hasattr(selectors, 'EpollSelector'), reason='epoll only')
 def test_the_loops_selector_never_wakes_early_and_sees_ready_files() -> None:
-    selector = slots.PreciseEpollSelector()
+    selector = threads.PreciseEpollSelector()
     try:
         for _ in range(5):
             started = time.perf_counter()
@@ -91,9 +91,9 @@ def test_the_loops_selector_never_wakes_early_and_sees_ready_files() -> None:
             assert selector.select(0) and selector.select(None)
     finally:
         selector.close()
-    loop = slots.new_event_loop()
+    loop = threads.new_event_loop()
     try:
-        assert isinstance(loop._selector, slots.PreciseEpollSelector)  # type: ignore[attr-defined]
+        assert isinstance(loop._selector, threads.PreciseEpollSelector)  # type: ignore[attr-defined]
     finally:
         loop.close()
 
@@ -101,7 +101,7 @@ def test_the_loops_selector_never_wakes_early_and_sees_ready_files() -> None:
 @pytest.mark.quiet  # a wait's precision to a fraction of a millisecond: on a loaded machine a wake-up is late
 @pytest.mark.skipif(not hasattr(selectors, 'EpollSelector'), reason='epoll only')
 def test_the_loops_selector_waits_to_the_microsecond() -> None:
-    selector = slots.PreciseEpollSelector()
+    selector = threads.PreciseEpollSelector()
     try:
         waits = []
         for _ in range(20):

@@ -14,7 +14,6 @@ import rqfast
 from rqfast.registry import StartedJobRegistry
 from rqfast.status import JobStatus
 from rqfast.worker import SimpleWorker
-from rqfast.worker.loop import Loop
 
 try:
     import concurrency_jobs as cj
@@ -78,15 +77,16 @@ def test_the_jobs_recent_run_time_decides_how_many_are_held(redis_conn: redis.Re
     """The gate itself: nothing held before a job has reported, N // 10 (at least 1) while the moving
     average of run times is 50 ms or less, nothing once jobs turn long; never at concurrency 1."""
     worker = SimpleWorker(['q'], connection=redis_conn)
-    loop = Loop(worker, 30)
+    loop = worker._loop_of(30)
     assert loop._prefetch() == 0
     loop.run_time = 0.01
-    assert loop._prefetch() == 3 and Loop(worker, 4)._prefetch() == 0  # (no report yet in the new one)
+    fresh = SimpleWorker(['q'], connection=redis_conn)._loop_of(4)
+    assert loop._prefetch() == 3 and fresh._prefetch() == 0  # (no report yet in the new one)
     loop.run_time = 0.2
     assert loop._prefetch() == 0
-    small = Loop(worker, 4)
+    small = worker._loop_of(4)
     small.run_time = 0.001
     assert small._prefetch() == 1
-    single = Loop(worker, 1)
+    single = worker._loop_of(1)
     single.run_time = 0.001
     assert single._prefetch() == 0

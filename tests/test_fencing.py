@@ -132,8 +132,8 @@ def test_the_owner_is_recorded_and_stays_one_call(connection: redis.Redis) -> No
     assert done.recorded is True and connection.hget(job.key, 'status') == b'finished'
 
 
-def fleet_heartbeat(conn: redis.Redis, worker: str, job_id: str, execution_id: str) -> tuple[bool, list[str]]:
-    from rqfast.worker.records import write_heartbeat
+def fleet_heartbeat(conn: redis.Redis, worker: str, job_id: str, execution_id: str) -> Any:
+    from rqfast.worker.workerhash import write_heartbeat
 
     return write_heartbeat(conn, worker, 60, fleet_now(), 2, '', [(job_id, 'q', execution_id)], 1)
 

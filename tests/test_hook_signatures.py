@@ -176,15 +176,18 @@ def test_hooks_are_called_as_rq_calls_them(redis_conn: redis.Redis, tmp_path: Pa
 
 
 def test_rq_3_style_needs_no_worker_restart_per_job(redis_conn: redis.Redis) -> None:
-    """How each hook is called is read once, when the worker is made (and again when work() starts)."""
+    """How each hook is called is read once (when first needed after the worker looked for its hooks: when
+    it is made, and when work() starts), not per job."""
     klass = worker_class(rqfast.SimpleWorker, 'rq3')
     worker = klass([rqfast.Queue(connection=redis_conn)], connection=redis_conn)
-    calls = worker._calls
-    assert calls is not None and calls.perform and calls.success and calls.failure
+    calls = worker._hooks.calls()
+    assert calls.perform and calls.success and calls.failure
+    assert worker._hooks.calls() is calls
     plain = worker_class(rqfast.SimpleWorker, 'positional')(
         [rqfast.Queue(connection=redis_conn)], connection=redis_conn
     )
-    assert plain._calls is not None and not (plain._calls.perform or plain._calls.success or plain._calls.failure)
+    plain_calls = plain._hooks.calls()
+    assert not (plain_calls.perform or plain_calls.success or plain_calls.failure)
 
 
 # --- a hook that raises

@@ -98,7 +98,7 @@ def test_an_id_a_blocking_wait_moved_from_a_queue_paused_since_goes_back(connect
     connection.lmove('rq:queue:a', 'rq:queue:a:intermediate', 'LEFT', 'RIGHT')  # what the Waiter's BLMOVE does
     paused.pause()
     worker = SimpleWorker(['a', 'b'], connection=connection)
-    claim = engine.claim_job(connection, worker._ref(), ('a', first.id))
+    claim = engine.claim_job(connection, worker._recorder.ref(), ('a', first.id))
     assert claim.job_id == elsewhere.id
     assert paused.job_ids == [first.id, second.id] and connection.llen('rq:queue:a:intermediate') == 0
     assert first.get_status() == JobStatus.QUEUED

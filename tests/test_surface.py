@@ -25,6 +25,7 @@ import rq.defaults
 import rq.worker
 
 import rqfast
+from rqfast import engine
 
 try:
     import jobs
@@ -188,7 +189,7 @@ def test_the_worker_takes_rqs_stop_job_only_for_the_job_it_runs(redis_conn: redi
     worker = rqfast.SimpleWorker(['surface'], connection=redis_conn)
     stopped: list[str] = []
     worker.stop_job = stopped.append  # type: ignore[method-assign]
-    worker._in_flight['running'] = object()  # type: ignore[assignment]
+    worker._recorder.hold(engine.Claim('running', 'surface'))
     handle_command(worker, {'command': 'stop-job', 'job_id': 'other'})
     handle_command(worker, {'command': 'stop-job', 'job_id': 'running'})
     handle_command(worker, {'command': 'unknown'})

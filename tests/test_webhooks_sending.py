@@ -249,7 +249,7 @@ def test_jobs_without_webhooks_start_no_sender(redis_conn: redis.Redis) -> None:
     for _ in range(3):
         queue.enqueue('jobs.noop')
     worker = run(rqfast.SimpleWorker, redis_conn)
-    assert worker._webhook_sender is None
+    assert worker._recorder.webhooks is None
     assert not [t for t in threading.enumerate() if t.name == 'rqfast-webhooks']
 
 

@@ -19,7 +19,7 @@ from rqfast import Queue, SimpleWorker, engine, keys
 from rqfast.dates import now
 from rqfast.defaults import DEFAULT_JOB_MONITORING_INTERVAL, JOB_HEARTBEAT_GRACE
 from rqfast.job import get_current_job
-from rqfast.worker import records
+from rqfast.worker import workerhash
 
 try:
     import jobs
@@ -70,9 +70,9 @@ def test_claims_heartbeat_and_death(connection: redis.Redis) -> None:
     }
     assert 30 + JOB_HEARTBEAT_GRACE - 5 < connection.ttl(index) <= 30 + JOB_HEARTBEAT_GRACE  # the worker hash's
     assert connection.ttl(index) == connection.ttl(keys.worker_key('w1'))
-    records.write_heartbeat(connection, 'w1', 77, now(), 90, '1', [(job.id, 'q', claimed.execution_id)])
+    workerhash.write_heartbeat(connection, 'w1', 77, now(), 90, '1', [(job.id, 'q', claimed.execution_id)])
     assert 70 < connection.ttl(index) <= 77  # follows the worker hash's TTL, as RQ 3.0's heartbeat does
-    records.write_death(connection, 'w1', now(), ['q'])
+    workerhash.write_death(connection, 'w1', now(), ['q'])
     assert connection.exists(index) == 0
 
 

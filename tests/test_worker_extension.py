@@ -105,7 +105,7 @@ def test_an_execute_job_that_records_nothing_leaves_the_job_started(connection: 
     worker = SwallowingWorker([queue], connection=connection)
     worker.work(burst=True)
     assert job.get_status(refresh=True) == JobStatus.STARTED
-    assert worker._in_flight == {}  # no longer kept alive by this worker's heartbeat
+    assert not worker.is_working_on(job.id)  # no longer kept alive by this worker's heartbeat
 
 
 class RaisingHandlerWorker(SimpleWorker):

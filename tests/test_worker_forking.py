@@ -39,7 +39,7 @@ def test_the_horse_inherits_the_worker_and_preloads_the_last_jobs_module(redis_c
     worker.work(burst=True, logging_level='WARNING')
     assert all(rq_job(redis_conn, job_id).return_value()['worker_loaded'] for job_id in ids)
     assert 'jobs_isolation' not in set(os.sys.modules) - before
-    assert worker._job_module == 'jobs_isolation'
+    assert worker._runner.job_module == 'jobs_isolation'
 
 
 @pytest.mark.timeout(30)

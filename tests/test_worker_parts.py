@@ -11,7 +11,7 @@ import redis
 from rqfast import keys
 from rqfast.command import parse_payload
 from rqfast.status import WorkerStatus
-from rqfast.worker import records
+from rqfast.worker import workerhash
 from rqfast.worker.order import DequeueStrategy, QueueOrder
 from rqfast.worker.upkeep import Upkeep, heartbeat_interval
 
@@ -45,26 +45,26 @@ def test_random_order_shuffles_a_copy() -> None:
 
 def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
     about = {'pid': 42, 'hostname': 'box', 'ip_address': '?', 'version': '1', 'python_version': '3'}
-    records.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about)
-    assert records.worker_keys(connection) == [keys.worker_key('w1')]
-    assert records.worker_keys(connection, 'b') == [keys.worker_key('w1')]
-    assert records.worker_keys(connection, 'c') == []
-    record = records.read(connection, keys.worker_key('w1'))
-    assert record == records.WorkerRecord(
+    workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about)
+    assert workerhash.worker_keys(connection) == [keys.worker_key('w1')]
+    assert workerhash.worker_keys(connection, 'b') == [keys.worker_key('w1')]
+    assert workerhash.worker_keys(connection, 'c') == []
+    record = workerhash.read(connection, keys.worker_key('w1'))
+    assert record == workerhash.WorkerRecord(
         'w1', ['a', 'b'], WorkerStatus.STARTED, BIRTH, BIRTH, 42, 'box', ip_address='?', version='1', python_version='3'
     )
-    records.write_state(connection, 'w1', WorkerStatus.BUSY)
-    assert records.read(connection, keys.worker_key('w1')).state == WorkerStatus.BUSY  # type: ignore[union-attr]
+    workerhash.write_state(connection, 'w1', WorkerStatus.BUSY)
+    assert workerhash.read(connection, keys.worker_key('w1')).state == WorkerStatus.BUSY  # type: ignore[union-attr]
     with pytest.raises(ValueError, match='w1'):
-        records.write_birth(connection, 'w1', 480, BIRTH, ['a'], about)
-    records.write_death(connection, 'w1', BIRTH, ['a', 'b'])
-    assert records.worker_keys(connection) == []
+        workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a'], about)
+    workerhash.write_death(connection, 'w1', BIRTH, ['a', 'b'])
+    assert workerhash.worker_keys(connection) == []
 
 
 def test_reading_a_worker_whose_hash_is_gone_drops_its_key(connection: redis.Redis) -> None:
     connection.sadd(keys.WORKERS, keys.worker_key('ghost'))
-    assert records.read(connection, keys.worker_key('ghost')) is None
-    assert records.worker_keys(connection) == []
+    assert workerhash.read(connection, keys.worker_key('ghost')) is None
+    assert workerhash.worker_keys(connection) == []
 
 
 def test_parse_payload_takes_rqs_command_messages_and_rejects_the_rest() -> None:

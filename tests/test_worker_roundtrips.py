@@ -82,27 +82,31 @@ def count_round_trips(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[],
     return run
 
 
-def burst(conn: redis.Redis, queues: list[str], **work: Any) -> Callable[[], Any]:
+def burst(conn: redis.Redis, queues: list[str], worker_class: type = SimpleWorker, **work: Any) -> Callable[[], Any]:
     def run() -> None:
-        worker = SimpleWorker(queues, connection=conn)
+        worker = worker_class(queues, connection=conn)
         worker.work(burst=True, logging_level='WARNING', **work)
 
     return run
 
 
 def per_job(
-    conn: redis.Redis, count_round_trips: Any, enqueue: Callable[[int], None], queues: list[str] | None = None
+    conn: redis.Redis,
+    count_round_trips: Any,
+    enqueue: Callable[[int], None],
+    queues: list[str] | None = None,
+    worker_class: type = SimpleWorker,
 ) -> tuple[float, Counter, Counter]:
     """The steady-state round trips of one job: two burst runs, N and N + K jobs."""
     queues = queues or ['q']
     conn.flushdb()
     enqueue(2)
-    burst(conn, queues)()  # scripts loaded, connections made
+    burst(conn, queues, worker_class)()  # scripts loaded, connections made
     costs = []
     for n in (N, N + K):
         conn.flushdb()
         enqueue(n)
-        costs.append(count_round_trips(burst(conn, queues)))
+        costs.append(count_round_trips(burst(conn, queues, worker_class)))
         assert sum(rqfast.Queue(q, connection=conn).count for q in queues) == 0
     return (costs[1].steady - costs[0].steady) / K, costs[0], costs[1]
 
@@ -125,6 +129,33 @@ def test_failed_job_costs_at_most_two_round_trips(redis_conn: redis.Redis, count
     print(f'round trips per failed job: {cost}')
     assert cost <= 2, (small.commands, large.commands)
     assert FailedJobRegistry('q', connection=redis_conn).count == N + K
+
+
+class HookedWorker(SimpleWorker):
+    """RQ's hooks replaced, each calling the default: every job goes through execute_job, perform_job and
+    handle_job_success, whose record is the one call that also claims the next job."""
+
+    def execute(self, job: Any, claim: Any, now: Any = None) -> Any:
+        return super().execute(job, claim, now)
+
+    def perform_job(self, job: Any, queue: Any, execution: Any = None) -> bool:
+        return super().perform_job(job, queue, execution)
+
+    def handle_job_success(self, job: Any, queue: Any, started_job_registry: Any = None, execution: Any = None) -> None:
+        super().handle_job_success(job, queue, started_job_registry, execution)
+
+
+def test_a_worker_with_rqs_hooks_replaced_costs_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any) -> None:
+    q = rqfast.Queue('q', connection=redis_conn)
+    cost, small, large = per_job(
+        redis_conn,
+        count_round_trips,
+        lambda n: q.enqueue_many([q.prepare_data(jobs.add, (i, 1)) for i in range(n)]),
+        worker_class=HookedWorker,
+    )
+    print(f'round trips per successful job, hooks replaced: {cost}')
+    assert cost == 1, (small.commands, large.commands)
+    assert FinishedJobRegistry('q', connection=redis_conn).count == N + K
 
 
 def test_jobs_with_options_cost_one_round_trip(redis_conn: redis.Redis, count_round_trips: Any) -> None:

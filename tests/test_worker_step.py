@@ -139,31 +139,27 @@ def test_a_busy_worker_keeps_its_keys_ttls_from_job_to_job_and_restores_them_whe
     assert worker.step() is True and worker.step() is False
 
 
-def test_the_finisher_runs_and_records_through_the_worker_s_own_execute_and_finish(connection: redis.Redis) -> None:
-    """A worker class's execute and _finish (ForkingWorker wraps _finish) are what the worker's finisher
-    calls for each job, with the job, its claim, its outcome and whether to claim the next."""
+def test_step_runs_each_job_through_the_worker_s_own_execute_and_its_record_claims_the_next(
+    connection: redis.Redis,
+) -> None:
+    """A worker class's execute (rqfast's extension point) is what runs each job, with the job and its
+    claim; the job's record claims the next one in the same call, as without the override."""
     calls: list[tuple[str, str, object]] = []
 
     class Traced(SimpleWorker):
         def execute(self, job: Job, claim: Any, now: datetime | None = None) -> Any:
-            calls.append(('execute', job.id, claim.job_id))
-            return super().execute(job, claim, now)
-
-        def _finish(self, job: Job, claim: Any, outcome: Any, claim_next: bool, now: datetime | None = None) -> Any:
-            calls.append(('_finish', job.id, (outcome.kind.value, claim_next)))
-            return super()._finish(job, claim, outcome, claim_next, now)
+            outcome = super().execute(job, claim, now)
+            calls.append(('execute', job.id, (claim.job_id, outcome.kind.value)))
+            return outcome
 
     queue = Queue('q', connection=connection)
     first, second = queue.enqueue(jobs.add, 1, 2), queue.enqueue(jobs.div_by_zero)
     worker = Traced(['q'], connection=connection)
+    assert worker.uses_hooks
     assert worker.step(now=PINNED) is True
+    assert worker._loop is not None and worker._loop.in_hand.job_id == second.id  # claimed by the first's record
     assert worker.step(now=PINNED, claim_next=False) is True
-    assert calls == [
-        ('execute', first.id, first.id),
-        ('_finish', first.id, ('success', True)),
-        ('execute', second.id, second.id),
-        ('_finish', second.id, ('failure', False)),
-    ]
+    assert calls == [('execute', first.id, (first.id, 'success')), ('execute', second.id, (second.id, 'failure'))]
     assert Job.fetch(first.id, connection=connection).return_value() == 3
     assert Job.fetch(second.id, connection=connection).get_status() == 'failed'
     assert worker.successful_job_count == worker.failed_job_count == 1

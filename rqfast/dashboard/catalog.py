@@ -16,7 +16,7 @@ from .. import keys
 from ..queue import Queue
 from ..status import WorkerStatus
 from ..text import as_text
-from ..worker import records
+from ..worker import workerhash
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -28,7 +28,7 @@ KEYSPACES_TTL = 120.0  # seconds a SCAN's list of keyspaces is kept (sharded by 
 class WorkerRow:
     """A worker as its hash says, with what RQ 3.0's executions index says it runs now."""
 
-    record: records.WorkerRecord
+    record: workerhash.WorkerRecord
     keyspaces: list[str] = field(default_factory=list)  # the key prefixes it is registered under
     running: list[str] = field(default_factory=list)  # job ids, from rq:worker:<name>:executions
     worker_class: str = ''  # fields a worker may add to its hash (RQ's ignore them); '' when absent
@@ -66,7 +66,7 @@ class Catalog:
     def worker_keys(self) -> list[tuple[str | None, str]]:
         """(the queue whose keyspace holds it, or None unsharded; the worker key) for every live worker."""
         if not keys.SHARDED:
-            return [(None, key) for key in sorted(records.worker_keys(self.connection))]
+            return [(None, key) for key in sorted(workerhash.worker_keys(self.connection))]
         names = self.queue_names()
         pipe = self.connection.pipeline(transaction=False)
         for name in names:
@@ -109,7 +109,7 @@ class Catalog:
 def _row(key: str, raw: dict[Any, Any], running: list[str]) -> WorkerRow | None:
     """A worker's row; None for a hash this version cannot read (an unknown state: the others still show)."""
     try:
-        record = records.parse(key, raw)
+        record = workerhash.parse(key, raw)
     except ValueError:
         return None
     fields = {as_text(name): as_text(value) for name, value in raw.items()}

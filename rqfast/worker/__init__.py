@@ -7,9 +7,9 @@ from ..status import WorkerStatus
 from .base import BaseWorker, logger
 from .forking import ForkingWorker, Worker
 from .order import DequeueStrategy
-from .signals import SHUTDOWN_SIGNAL, _signames, signal_name
 from .simple import SimpleWorker
 from .spawn import SpawnWorker
+from .stopping import SHUTDOWN_SIGNAL, _signames, signal_name
 from .worker_classes import HerokuWorker, RandomWorker, RoundRobinWorker
 
 __all__ = [

@@ -3,18 +3,19 @@
 The loop is loop.py's, one for every concurrency: at concurrency 1 it is `step()` repeated (run the
 claim in hand, or claim one, execute it, finish it and take the next claim from the same script
 call); at N, up to N jobs in flight. It waits (blocking) while the queues are empty and stops on
-burst, max_jobs, max_idle_time or a signal; recorder.py records how each job ended.
+burst, max_jobs, max_idle_time or a signal.
 
-What owns state is an object the worker holds, with a narrow interface: its hash (records.WorkerHash:
-birth, death, heartbeats), the command listener (commands.py), its duties (upkeep.Duties: heartbeat
-and maintenance threads, the scheduler), a stop request (signals.StopRequest), the loop and its
-recorder, its finisher (finishing.Finisher: a claimed job loaded, run inline and recorded), the
-Waiter (waiting.py), the horse pool (pool.py). What RQ users call or override stays the worker's own
-methods, which call those objects: RQ's extension points (register_birth, heartbeat, request_stop,
-perform_job...: here, hooks.py, rq_api.py, signals.py) and RQ's by-hand API (records.WorkerReads,
-stepwise.py), mixins with no state of their own; and rqfast's own, below RQ's: `execute` (how a job
-is executed: simple.py's, forking.py's or spawn.py's) and `_finish` (recording it), which the
-finisher calls. What the mixins read from the worker is declared once, in declared.py.
+What owns state is an object the worker holds, with a narrow interface, each handed what it uses
+(a WorkerContext, context.py: the worker read-only, made here) rather than the worker: its hash
+(workerhash.WorkerHash: birth, death, heartbeats), the command listener (commands.py), its duties
+(upkeep.Duties: heartbeat and maintenance threads, the scheduler), a stop request
+(stopping.StopRequest), the recorder (recorder.py: its claims, the jobs in flight, its state, the
+record of each end), the loader (loading.py), the hook caller (calling.py) and the runner
+(runner.py, horses.py: how this class runs a job, `runner_class`), and the loop that drives them.
+What RQ users call or override stays the worker's own methods, which call those objects: RQ's
+extension points (register_birth, heartbeat, request_stop, execute_job, perform_job...: here,
+hooks.py, rq_api.py, signals.py) and RQ's by-hand API (reads.py, stepwise.py), mixins with no state
+of their own. What the mixins read from the worker is declared once, in declared.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import logging
 import os
 import socket
 import sys
-import threading
 import uuid
 import warnings
 from collections.abc import Callable
@@ -33,8 +33,7 @@ from typing import Any
 import redis
 from redis import Redis
 
-from .. import cluster, engine, keys, scripts
-from ..connections import has_sockets
+from .. import engine, keys
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
     DEFAULT_RESULT_TTL,
@@ -47,17 +46,19 @@ from ..defaults import (
 from ..exceptions import StopRequested
 from ..job import Job
 from ..logutils import worker_console
-from ..outcome import Outcome
+from ..outcome import Outcome, OutcomeKind
 from ..queue import Queue
 from ..security import JobPolicy
 from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
 from ..timeouts import UnixSignalDeathPenalty
 from ..version import VERSION
-from . import keyspaces, records
+from . import keyspaces, workerhash
+from .calling import HookCaller
 from .commands import CommandListener
-from .finishing import Finisher
 from .hooks import JobHooks, handler_list
+from .joblog import JobLog
+from .loading import JobLoader
 from .loop import Loop
 from .order import DequeueStrategy, QueueOrder
 from .queues import (
@@ -69,15 +70,17 @@ from .queues import (
     socket_timeout,
     worker_queue,
 )
+from .reads import WorkerReads
 from .recorder import Recorder
-from .records import WorkerHash, WorkerReads
 from .rq_api import RQWorkerAPI
-from .signals import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
-from .signals import StopRequest, StopSignals
-from .signals import signal_name as signal_name
+from .runner import Runner
+from .signals import StopSignals
 from .stepwise import Stepwise
+from .stopping import SHUTDOWN_SIGNAL as SHUTDOWN_SIGNAL  # RQ's names here too
+from .stopping import StopRequest
+from .stopping import signal_name as signal_name
 from .upkeep import Duties, heartbeat_interval
-from .waiting import Waiter, log_dropped
+from .workerhash import WorkerHash
 
 logger = logging.getLogger('rqfast.worker')
 
@@ -97,6 +100,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     runs_jobs_in_process = True  # False: a horse runs the job, and this process never deserializes its payload
     webhook_shutdown_wait: float = WEBHOOK_SHUTDOWN_WAIT  # seconds a stopping worker gives its pending webhooks
     job_observer: Callable[[Job, Outcome], None] | None = None  # told each recorded end (rqfast.metrics)
+    runner_class: type[Runner] = Runner  # how this class runs a job (runner.py): in this process
 
     def __init__(
         self,
@@ -123,7 +127,6 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     ):
         self.concurrency = self.check_concurrency(concurrency)
         self._loop: Loop | None = None  # the work loop (loop.py), made by the first work() or step()
-        self._hands = threading.local()  # the hooks' job in hand, per thread (hooks.py)
         # rq's Job and Queue (2.12's or 3.0's, django-rq's DjangoRQ, subclasses) become rqfast's (queues.py)
         self.job_class = own_job_class(self.job_class if job_class is None else job_class, logger)
         self.queue_class = own_queue_class(self.queue_class if queue_class is None else queue_class)
@@ -150,25 +153,26 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         self.log = logger
         self.pid = os.getpid()
         self.hostname = socket.gethostname()
-        self.ip_address = records.client_address(connection, self.name) if prepare_for_work else 'unknown'
+        self.ip_address = workerhash.client_address(connection, self.name) if prepare_for_work else 'unknown'
         self.version = VERSION
         self.python_version = sys.version
-        self._hash = WorkerHash(connection, self.name, logger)  # birth, death, heartbeats (records.py)
+        self._hash = WorkerHash(connection, self.name, logger)  # birth, death, heartbeats (workerhash.py)
         self._duties = Duties(connection, self.name, logger)  # upkeep threads, scheduler (upkeep.py)
         self._listener: CommandListener | None = None  # RQ's commands while working (subscribe())
         self.successful_job_count = 0
         self.failed_job_count = 0
         self.total_working_time = 0.0
-        self._state = WorkerStatus.STARTED
-        self._stop_request = StopRequest(connection, self.name, logger)  # a warm shutdown's state (signals.py)
-        self._stopped_job_id: str | None = None
-        self._recorder = Recorder(self)  # the jobs in flight and the record of each end (recorder.py)
-        self._in_flight: dict[str, engine.Claim] = self._recorder.in_flight
-        self._finisher = Finisher(self, self._recorder)  # a claimed job loaded, run and recorded (finishing.py)
+        self._stop_request = StopRequest(connection, self.name, logger)  # a warm shutdown's state (stopping.py)
+        self._stopped_job_id: str | None = None  # RQ's: the job a stop-job command asked to stop
         self._queue_order = QueueOrder([q.name for q in self.queues])
-        self._waiter: Waiter | None = None
-        self._engine_client: Any = None
-        self.look_for_hooks()
+        self._context = context = Context(self)  # the worker as its collaborators see it (context.py)
+        joblog = JobLog(context)
+        self._recorder = Recorder(context, self._hash, self._queue_order, joblog)  # jobs in flight, state, records
+        self._loader = JobLoader(context, joblog, self.runs_jobs_in_process)  # a claimed job loaded (loading.py)
+        self._hooks = HookCaller(self, context, self._recorder, joblog)  # RQ's hooks as RQ calls them
+        self._runner = self.runner_class(self, context, self._hooks, joblog)  # how this class runs a job
+        self._hooks.release = self._runner.release
+        self.uses_hooks = self._hooks.look()
 
     @classmethod
     def check_concurrency(cls, concurrency: Any) -> int:
@@ -199,25 +203,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     def queue_keys(self) -> list[str]:
         return [q.key for q in self.queues]
 
-    def _ref(self) -> engine.WorkerRef:
-        return engine.WorkerRef(
-            self.name,
-            self._queue_order.next(),
-            self.job_monitoring_interval,
-            self.worker_ttl + 60,
-            self.heartbeat_grace,
-        )
-
-    def _engine_connection(self) -> Any:
-        """The claim/finish calls' own connection, held rather than taken from the pool per call (the pool
-        polls a connection for pending data every time it hands one out) and fed pre-packed commands."""
-        if self._engine_client is None:
-            real = has_sockets(self.connection) and not cluster.is_cluster(self.connection)
-            # fakeredis: its own client, no sockets for packed commands; a RedisCluster follows MOVED itself
-            self._engine_client = scripts.DirectLine(self.connection) if real else self.connection
-        return self._engine_client
-
-    # --- what the worker writes about itself (RQ's extension points; its hash: records.WorkerHash)
+    # --- what the worker writes about itself (RQ's extension points; its hash: workerhash.WorkerHash)
 
     def register_birth(self) -> None:
         about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}
@@ -238,16 +224,15 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         if timeout is not None or pipeline is not None:
             self._hash.beat_into(pipeline if pipeline is not None else self.connection, timeout or self.worker_ttl + 60)
             return False
-        in_flight, started = list(self._in_flight.values()), self._recorder.busy_since
+        in_flight, started = list(self._recorder.in_flight.values()), self._recorder.busy_since
         interval, grace = self.job_monitoring_interval, self.heartbeat_grace
         return keyspaces.beat(self._hash, self.queue_names(), in_flight, started, self.worker_ttl, interval, grace)
 
     def get_state(self) -> str:
-        return self._state.value
+        return self._recorder.state.value
 
     def set_state(self, state: WorkerStatus | str) -> None:
-        self._state = WorkerStatus(state)
-        self._hash.write_state(self._state)
+        self._recorder.set_state(WorkerStatus(state))
 
     state = property(get_state, set_state)
 
@@ -271,46 +256,17 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
 
     def teardown(self) -> None:
         self._duties.stop()
-        if self._waiter is not None:
-            self._waiter.close()
         self.stop_scheduler()
         self.unsubscribe()
         try:
             self.register_death()
         except redis.ConnectionError as exc:
             self.log.warning('Worker %s: could not register death: %s', self.name, exc)
-        if self._engine_client is not None and self._engine_client is not self.connection:
-            self._engine_client.close()  # gives its connection back to the pool
-        self._engine_client = None
-        self.close_webhooks()
-
-    # --- how a job is executed and recorded: rqfast's extension points, which the finisher calls
-
-    def execute(self, job: Job, claim: engine.Claim, now: datetime | None = None) -> Outcome:
-        """Run the job and say how it ended (`now`: a pinned time for the times the run records)."""
-        raise NotImplementedError
-
-    def _finish(
-        self, job: Job, claim: engine.Claim, outcome: Outcome, claim_next: bool, now: datetime | None = None
-    ) -> engine.Claim:
-        """Record how the job ended (one finish_job call), claiming the next unless not claim_next."""
-        return self._finisher.finish(job, claim, outcome, claim_next, now)
-
-    def _webhook_func_name(self, job: Job) -> str | None:
-        """The function's name for its webhooks' payload (a forking worker's horse reports it)."""
-        try:
-            func_name = job.func_name
-        except Exception:  # its data cannot be read (a poison job)
-            return None
-        return None if func_name is None else str(func_name)
-
-    @property
-    def _webhook_sender(self) -> Any:
-        return self._recorder.webhooks
+        self._recorder.close(self.webhook_shutdown_wait)  # its connections back, its webhooks sent
 
     def close_webhooks(self) -> None:
         """Send the webhooks still pending, for webhook_shutdown_wait seconds at most (docs/switching.md)."""
-        self._recorder.close(self.webhook_shutdown_wait)
+        self._recorder.close_webhooks(self.webhook_shutdown_wait)
 
     # --- the loop
 
@@ -329,22 +285,12 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         if not self.queues:
             raise ValueError('a worker needs at least one queue to work')
         self._queue_order.strategy = DequeueStrategy(dequeue_strategy)
-        self.look_for_hooks()  # a patch since the worker was made counts too
+        self.uses_hooks = self._hooks.look()  # a patch since the worker was made counts too
         self._install_signal_handlers()  # first: a SIGTERM during registration is a normal stop, not a kill
         self.bootstrap(logging_level, date_format, log_format)
         if with_scheduler:
             self.start_scheduler(burst)
-        size = self.concurrency
-        if size > 1 and self.uses_hooks and not self.runs_jobs_in_process:
-            self.log.warning(
-                "Worker %s: %s overrides RQ's hooks, which a forking or spawn worker runs one job at a time: "
-                'concurrency %d is not used',
-                self.name,
-                type(self).__name__,
-                size,
-            )
-            size = 1  # (a SimpleWorker's hooks run on each job's thread)
-        loop = self._loop_of(size)
+        loop = self._loop_of(self.concurrency)
         try:
             return loop.work(burst, max_jobs, max_idle_time) > 0
         except StopRequested:
@@ -366,27 +312,11 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         loop = self._loop
         if loop is None or loop.size != size or loop.closed:
             in_hand = loop.in_hand if loop is not None else engine.Claim()
-            loop = self._loop = Loop(self, size)
+            loop = self._loop = Loop(
+                self._context, self._recorder, self._loader, self._runner, self._stop_request, size
+            )
             loop.in_hand = in_hand
         return loop
-
-    def _claim(
-        self, moved: tuple[str, str] | None = None, now: datetime | None = None, execution_id: str = ''
-    ) -> engine.Claim:
-        """One claim script call (of the job a blocking wait moved, if any); never blocks. `execution_id`:
-        that of a claim whose reply was lost (see engine.claim_job)."""
-        claim = keyspaces.claim_job(self._engine_connection(), self._ref(), moved, now, execution_id)
-        log_dropped(self.log, self.name, claim)
-        if claim:
-            self._queue_order.claimed_from(claim.queue or '')
-        return claim
-
-    def _waiter_for(self) -> Waiter:
-        if self._waiter is None or self._waiter.queues != self._queue_order.names:
-            if self._waiter is not None:
-                self._waiter.close()
-            self._waiter = Waiter(self.connection, list(self._queue_order.names))
-        return self._waiter
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BaseWorker) and self.name == other.name
@@ -396,3 +326,93 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.name!r})'
+
+
+class Context:
+    """The worker read-only, as its collaborators see it (context.WorkerContext): what they read of it,
+    read when used; the one write is the count of a recorded end into the worker's RQ counters."""
+
+    __slots__ = ('_worker', 'name', 'connection', 'log')
+
+    def __init__(self, worker: BaseWorker) -> None:
+        self._worker = worker
+        # its name, connection and logger are its own for life (its hash, duties and stop request take them too)
+        self.name, self.connection, self.log = worker.name, worker.connection, worker.log
+
+    @property
+    def job_class(self) -> type[Job]:
+        return self._worker.job_class
+
+    @property
+    def queue_class(self) -> Any:
+        return self._worker.queue_class
+
+    @property
+    def serializer(self) -> Any:
+        return self._worker.serializer
+
+    @property
+    def job_policy(self) -> JobPolicy | None:
+        return self._worker.job_policy
+
+    @property
+    def exception_handlers(self) -> list[Callable[..., Any]]:
+        return self._worker._exc_handlers
+
+    @property
+    def death_penalty_class(self) -> Any:
+        return self._worker.death_penalty_class
+
+    @property
+    def default_result_ttl(self) -> int:
+        return self._worker.default_result_ttl
+
+    @property
+    def disable_default_exception_handler(self) -> bool:
+        return self._worker.disable_default_exception_handler
+
+    @property
+    def job_monitoring_interval(self) -> int:
+        return self._worker.job_monitoring_interval
+
+    @property
+    def worker_ttl(self) -> int:
+        return self._worker.worker_ttl
+
+    @property
+    def heartbeat_grace(self) -> int:
+        return self._worker.heartbeat_grace
+
+    @property
+    def dequeue_timeout(self) -> int:
+        return self._worker.dequeue_timeout
+
+    @property
+    def log_job_description(self) -> bool:
+        return self._worker.log_job_description
+
+    @property
+    def log_result_lifespan(self) -> bool:
+        return self._worker.log_result_lifespan
+
+    @property
+    def job_observer(self) -> Callable[[Job, Outcome], None] | None:
+        return self._worker.job_observer
+
+    def queue_names(self) -> list[str]:
+        return self._worker.queue_names()
+
+    def queue_named(self, name: str) -> Any:
+        worker = self._worker
+        for queue in worker.queues:
+            if queue.name == name:
+                return queue
+        return worker.queue_class(name, connection=worker.connection)
+
+    def tally(self, outcome: Outcome, working_time: float) -> None:
+        worker = self._worker
+        if outcome.kind is OutcomeKind.SUCCESS:
+            worker.successful_job_count += 1
+        else:
+            worker.failed_job_count += 1
+        worker.total_working_time += working_time

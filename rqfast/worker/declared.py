@@ -1,10 +1,9 @@
 """What the worker's mixins read from the worker, declared once for mypy (WorkerAttributes).
 
 BaseWorker sets these attributes (its __init__) or defines these methods; the mixins it is made of
-(hooks.py, calling.py, records.WorkerReads, stepwise.py, signals.py, rq_api.py) read
-or call them on `self`. Each mixin subclasses this class instead of repeating what it reads; what
-a mixin alone reads from another worker file (the loop's recorder, the worker's hash...) it declares
-itself, and a class attribute it gives a value is its own.
+(hooks.py, reads.py, stepwise.py, signals.py, rq_api.py) read or call them on `self`. Each mixin
+subclasses this class instead of repeating what it reads; a class attribute it gives a value is its own.
+The private ones are the objects the worker holds (its collaborators), which the mixins hand their work.
 """
 
 from __future__ import annotations
@@ -12,17 +11,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis import Redis
 
-from .. import engine
-from ..executions import Execution
 from ..job import Job
-from ..outcome import Outcome
 from ..security import JobPolicy
-from ..status import WorkerStatus
-from .finishing import Finisher
+
+if TYPE_CHECKING:
+    from .calling import HookCaller
+    from .context import WorkerContext
+    from .loading import JobLoader
+    from .loop import Loop
+    from .recorder import Recorder
+    from .runner import Runner
+    from .stopping import StopRequest
+    from .workerhash import WorkerHash
 
 
 class WorkerAttributes:
@@ -49,30 +53,31 @@ class WorkerAttributes:
     ip_address: str
     version: str
     python_version: str
-    birth_date: datetime | None
-    last_heartbeat: datetime | None
+    successful_job_count: int
+    failed_job_count: int
+    total_working_time: float
+    current_job_working_time: float
+    birth_date: datetime | None  # reads.py's (its hash's)
+    last_heartbeat: datetime | None  # reads.py's (its hash's)
     uses_hooks: bool
     runs_jobs_in_process: bool
-    _exc_handlers: list[Callable[..., Any]]
-    _state: WorkerStatus
-    _in_flight: dict[str, engine.Claim]  # the jobs running now, by id (the recorder's)
-    _finisher: Finisher  # a claimed job loaded, run inline and recorded (finishing.py)
-    _stopped_job_id: str | None
-    _stop_requested: bool  # signals.py's (its StopRequest's)
-    _shutdown_requested_date: datetime | None  # signals.py's (its StopRequest's)
+    _exc_handlers: list[Callable[..., Any]]  # RQ's
+    _stopped_job_id: str | None  # RQ's
+    _stop_requested: bool  # RQ's (signals.py: its StopRequest's)
+    _shutdown_requested_date: datetime | None  # RQ's (signals.py: its StopRequest's)
+    # the objects the worker holds
+    _context: WorkerContext  # what its collaborators read of it
+    _hash: WorkerHash  # its hash: birth, death, heartbeats (workerhash.py)
+    _recorder: Recorder  # its claims, the jobs in flight, its state, the record of each end (recorder.py)
+    _loader: JobLoader  # a claimed job loaded (loading.py)
+    _hooks: HookCaller  # RQ's hooks called as RQ calls them; the job in hand per thread (calling.py)
+    _runner: Runner  # how this class runs a job (runner.py, horses.py)
+    _stop_request: StopRequest  # a warm shutdown's state (stopping.py)
+    _loop: Loop | None  # the work loop, once work() or step() made it (loop.py)
 
     # methods of BaseWorker, or of one mixin that another calls
     queue_names: Callable[[], list[str]]
-    set_state: Callable[[WorkerStatus | str], None]
-    execute: Callable[..., Outcome]
+    set_state: Callable[[Any], None]
     kill_horse: Callable[..., None]
-    _claim: Callable[..., engine.Claim]
-    _waiter_for: Callable[[], Any]
-    _finish: Callable[..., engine.Claim]
-    _log_exception: Callable[..., None]
-    process_through_hooks: Callable[..., engine.Claim]
-    execution: Any  # RQ 3.0's: one of the worker's running executions
-    _local_execution: Callable[[], Execution | None]
-    _held_executions: Callable[[], dict[str, Execution]]
-    _end_execution: Callable[[Execution | None], None]
-    get_current_executions: Callable[..., list[Execution]]
+    execute: Callable[..., Any]
+    get_current_executions: Callable[..., list[Any]]

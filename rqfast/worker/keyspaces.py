@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class Beating(Protocol):
-    """What beat() needs of the worker hash (records.WorkerHash, whose module is above this one)."""
+    """What beat() needs of the worker hash (workerhash.WorkerHash, whose module is above this one)."""
 
     def beat(
         self, in_flight: list[engine.Claim], started: float | None, worker_ttl: int, monitoring: int, grace: int

@@ -2,12 +2,14 @@
 
 The loop is an object the worker owns; where a job runs is its runner's:
 
-- inline (concurrency 1, inline.py): on the loop's thread, so SIGALRM timeouts and RQ's hooks behave
-  as in RQ; the worker's finisher (finishing.py) runs the job (in process, or in a horse it watches) and
-  records it with ONE finish_job call that also claims the next job, which the loop runs next;
-- slots (concurrency N, steps.py): plain functions on slots.py's threads, `async def` functions on
-  its one event loop, a forking or spawn worker's jobs in horses of their own (horses.py); they
-  report back here.
+- inline (concurrency 1, inline.py): on the loop's thread, so SIGALRM timeouts work as in RQ; the
+  worker's runner (runner.py) runs the job (in process, or in a horse it watches) and it is recorded
+  with ONE finish_job call that also claims the next job, which the loop runs next;
+- slots (concurrency N, slots.py): on threads.py's threads, each run by the same runner (a forking or
+  spawn worker's in a horse of its own, watched from its thread), or a SimpleWorker's `async def` job
+  on its one event loop; they report back here.
+
+Either way a job takes the same path through the runner and the worker's hooks (calling.py).
 
 A turn of the loop: wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE call
 records every outcome that came in meanwhile and claims as many jobs as slots are free (the
@@ -33,7 +35,7 @@ import time
 import uuid
 from collections import deque
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import dates, engine
 from ..backoff import Backoff
@@ -44,21 +46,16 @@ from ..defaults import (
     CONCURRENT_SWITCH_INTERVAL,
 )
 from ..outcome import Outcome, OutcomeKind
-from .horses import Horses
+from .context import WorkerContext
 from .inline import Inline
-from .signals import ColdShutdown
-from .slots import (
-    Done,
-    Running,
-    claimed_timeout,
-    stopped_outcome,
-    timed_out_outcome,
-)
-from .steps import Slots
+from .loading import JobLoader
+from .recorder import Recorder
+from .runner import Runner
+from .running import Done, Running
+from .slots import Slots
+from .stopping import ColdShutdown, StopRequest
+from .threads import claimed_timeout, stopped_outcome, timed_out_outcome
 from .waiting import REDIS_LOST, empty_wait, log_dropped, redis_lost, stays_suspended
-
-if TYPE_CHECKING:
-    from .base import BaseWorker
 
 STOP = object()  # a stop-job request on the report queue: (STOP, job id)
 COLD_SHUTDOWN = 'rqfast: cold shutdown of worker {name} while the job ran; it was not finished\n'
@@ -67,12 +64,23 @@ NOT_STARTED = 'rqfast: cold shutdown of worker {name} before the job, claimed ah
 
 class Loop:
     """The loop of one worker running up to `size` jobs at once: on its own thread when 1 (inline.py),
-    else in slots (steps.py: threads, one event loop, horses)."""
+    else in slots (slots.py: threads, one event loop)."""
 
     coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
 
-    def __init__(self, worker: BaseWorker, size: int) -> None:
-        self.worker = worker
+    def __init__(
+        self,
+        context: WorkerContext,
+        recorder: Recorder,
+        loader: JobLoader,
+        runner: Runner,
+        stop: StopRequest,
+        size: int,
+    ) -> None:
+        self.context = context
+        self.recorder = recorder
+        self.runner = runner
+        self.stop = stop
         self.size = size
         self.in_hand = engine.Claim()  # what the last inline record claimed: run next
         self.max_jobs: int | None = None
@@ -88,29 +96,24 @@ class Loop:
         self.started = 0
         self.closed = False  # the loop has ended: a job thread waiting for its record stops waiting
         # the runners: where a job runs
-        self.inline = Inline(worker) if size == 1 else None
-        self.slots = Slots(worker, self._report, lambda: self.closed) if size > 1 else None
+        self.inline = Inline(context, recorder, loader, runner, stop) if size == 1 else None
+        self.slots = Slots(context, recorder, loader, runner, self._report, lambda: self.closed) if size > 1 else None
 
     def _report(self, token: object, done: Done | None) -> None:
         self.reports.put((token, done))
 
     def stop_job(self, job_id: str) -> bool:
-        """A stop-job command (from the command thread): the loop ends the job; False inline (the worker's to do)."""
+        """A stop-job command (from the command thread): the job ends; False inline for a job in this
+        process (ignored, as in RQ)."""
         if self.inline is not None:
             return self.inline.stop_job(job_id)
         self.reports.put((STOP, job_id))
         return True
 
-    @property
-    def horses(self) -> Horses | None:
-        """The horses of a forking or spawn worker's slots (None inline: the worker runs its own)."""
-        return None if self.slots is None else self.slots.horses
-
     # --- the loop
 
     def work(self, burst: bool, max_jobs: int | None, max_idle_time: int | None) -> int:
         """Run jobs until the queues are empty (burst), max_jobs, max_idle_time or a shutdown; jobs started."""
-        worker = self.worker
         # (RQ looks at max_jobs once a job is done: 0 runs one)
         self.started, self.max_jobs = 0, None if max_jobs is None else max(max_jobs, 1)
         # The loop thread gets the GIL back from the job threads sooner after each Redis call
@@ -122,7 +125,7 @@ class Loop:
             if self.slots is not None:
                 self.slots.tails.wait()  # the hooks that go on after their job was recorded return first
         except BaseException as exc:
-            reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=worker.name)
+            reason = f'{exc}\n' if isinstance(exc, ColdShutdown) else COLD_SHUTDOWN.format(name=self.context.name)
             self._fail_all(reason)
             raise
         finally:
@@ -133,7 +136,7 @@ class Loop:
         return self.started
 
     def _run(self, burst: bool, max_idle_time: int | None) -> None:
-        worker, max_jobs = self.worker, self.max_jobs
+        max_jobs = self.max_jobs
         idle_since = time.monotonic()
         poll_at: float | None = 0.0  # when to look at the queues again for free slots (0: now)
         claim, self.in_hand = self.in_hand, engine.Claim()
@@ -148,7 +151,7 @@ class Loop:
                 idle_since = time.monotonic()
             if self.running or self.ahead:
                 continue
-            if worker._stop_requested or (max_jobs is not None and self.started >= max_jobs):
+            if self.stop.requested or (max_jobs is not None and self.started >= max_jobs):
                 return
             if poll_at == 0.0:
                 continue  # the last claim filled every slot, and those jobs ended already
@@ -161,7 +164,7 @@ class Loop:
         Its record claims the next (unless not claim_next), which the next step runs."""
         claim, self.in_hand = self.in_hand, engine.Claim()
         while not claim:
-            claim = self.worker._claim(now=now)
+            claim = self.recorder.claim(now=now)
             if claim.suspended or not claim.dropped:
                 break  # (a claim drops 100 ids without a job hash at most: there may be more behind them)
         if not claim:
@@ -172,7 +175,6 @@ class Loop:
 
     def _turn(self, burst: bool, poll_at: float) -> float | None:
         """Record what ended and claim for the free slots (one call); the next poll time, None to stop."""
-        worker = self.worker
         ended = self._collect(self._wait(poll_at))
         while self.ahead and len(self.running) < self.size:  # the slots that freed take the jobs claimed ahead
             self._start(self.ahead.popleft())
@@ -187,28 +189,29 @@ class Loop:
             if len(self.running) < self.size:
                 self._start(next_claim)
             else:
-                self.worker._recorder.hold(next_claim)  # started in Redis: its heartbeats begin now
+                self.recorder.hold(next_claim)  # started in Redis: its heartbeats begin now
                 self.ahead.append(next_claim)
                 self.held += 1
-        log_dropped(worker.log, worker.name, batch)
+        log_dropped(self.context.log, self.context.name, batch)
         if claim and len(batch.claims) < claim and not batch.dropped:
             poll_at = time.monotonic() + CONCURRENT_POLL_INTERVAL  # the queues are empty
         elif batch.claims:
             poll_at = 0.0
         if batch.suspended and not self.running:
-            return 0.0 if stays_suspended(worker, burst) else None  # (resumed: claim at once)
+            return (
+                0.0 if stays_suspended(self.context, self.recorder, self.stop, burst) else None
+            )  # (resumed: claim at once)
         return poll_at
 
     def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
         """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
-        worker = self.worker
-        wait = empty_wait(worker, burst, idle_since, max_idle_time)
+        wait = empty_wait(self.context, burst, idle_since, max_idle_time)
         if wait is None:
             return False
         try:
-            moved = worker._interruptibly(worker._waiter_for().wait, wait)
+            moved = self.stop.interruptibly(self.recorder.waiter().wait, wait)
         except REDIS_LOST as exc:
-            redis_lost(worker, exc, self.backoff)
+            redis_lost(self.context, self.stop, exc, self.backoff)
             return True
         self.backoff.reset()
         if moved is not None:
@@ -221,13 +224,13 @@ class Loop:
         """One claim_job call (of the job a blocking wait moved, if any), past ids without a job hash;
         while Redis is unreachable, sent again as it was (if a lost reply's call ran, the answer is the
         job it claimed). An empty claim when the queues are empty or the workers suspended."""
-        worker, backoff = self.worker, Backoff()
+        backoff = Backoff()
         execution_id = uuid.uuid4().hex
         while True:
             try:
-                claim = worker._claim(moved, execution_id=execution_id)
+                claim = self.recorder.claim(moved, execution_id=execution_id)
             except REDIS_LOST as exc:
-                redis_lost(worker, exc, backoff)
+                redis_lost(self.context, self.stop, exc, backoff)
                 continue
             if claim or claim.suspended or not claim.dropped:
                 return claim
@@ -235,7 +238,7 @@ class Loop:
 
     def _free(self) -> int:
         """How many jobs the next call may claim: for the free slots, and to top up the jobs held ahead."""
-        if self.worker._stop_requested:
+        if self.stop.requested:
             return 0
         free = self.size + self._prefetch() - len(self.running) - len(self.ahead)
         if self.max_jobs is not None:
@@ -256,7 +259,7 @@ class Loop:
             return 0.0
         now = time.monotonic()
         moments = [r.deadline for r in self.running.values() if r.deadline is not None]
-        if len(self.running) < self.size and not self.worker._stop_requested:
+        if len(self.running) < self.size and not self.stop.requested:
             moments.append(poll_at)
         if not moments:
             return 1.0  # (a stop request is looked at every second)
@@ -284,8 +287,8 @@ class Loop:
             if running.deadline is not None and now >= running.deadline:
                 del self.running[execution_id]
                 slots = self._slots()
-                outcome = timed_out_outcome(self.worker, slots.job_of(running), running.timeout, slots.penalty)
-                ended.append((running, slots.done(running, outcome)))
+                outcome = timed_out_outcome(self.context, slots.job_of(running), running.timeout, slots.penalty)
+                ended.append((running, slots.done(running, outcome, log=True)))
         return ended
 
     def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
@@ -300,7 +303,8 @@ class Loop:
             self.run_time = took if self.run_time is None else 0.8 * self.run_time + 0.2 * took
         if value is None:  # a hook that recorded nothing: the job is left started, its slot freed
             if found is not None:
-                self.worker._recorder.release(found.claim.job_id or '')
+                self.recorder.release(found.claim.job_id or '')
+                self.runner.release(found)
         elif found is not None:
             ended.append((found, value))
         elif value.ack is not None:  # a late report: the job was failed at its deadline, or stopped
@@ -310,41 +314,42 @@ class Loop:
         """A stop-job: a job held ahead is stopped unstarted; a running one's horse is killed (its watcher
         reports the job stopped), or it is ended here, its thread left to run on."""
         slots = self._slots()
-        stopped = [Running(claim, None, None, 0) for claim in self.ahead if claim.job_id == job_id]
+        stopped = [Running(claim) for claim in self.ahead if claim.job_id == job_id]
         for running in stopped:
             self.ahead.remove(running.claim)
-        if slots.horses is not None:
-            slots.horses.stop(job_id)
-        else:
-            for execution_id, running in list(self.running.items()):
-                if running.claim.job_id == job_id:
-                    del self.running[execution_id]
-                    stopped.append(running)
+        for execution_id, running in list(self.running.items()):
+            if running.claim.job_id != job_id:
+                continue
+            if self.runner.stop(job_id):  # its horse is killed: its watcher reports it stopped
+                continue
+            del self.running[execution_id]
+            stopped.append(running)
         for running in stopped:
-            outcome = stopped_outcome(self.worker, slots.job_of(running), running.task, slots.penalty)
+            outcome = stopped_outcome(self.context, slots.job_of(running), running.task, slots.penalty)
             ended.append((running, slots.done(running, outcome)))
 
-    # --- starting a job: inline, it runs here; else the loop only hands the claim over (steps.py loads,
+    # --- starting a job: inline, it runs here; else the loop only hands the claim over (slots.py loads,
     # runs and plans it)
 
     def _start(self, claim: engine.Claim) -> None:
-        worker = self.worker
         if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
             self.inline.run_from(claim, self._one_more)
             return
-        worker._queue_order.claimed_from(claim.queue or '')
-        worker._recorder.hold(claim)
+        self.recorder.hold(claim)
         self.started += 1
-        timeout = claimed_timeout(claim, worker.queue_class.DEFAULT_TIMEOUT)
+        timeout = claimed_timeout(claim, self.context.queue_class.DEFAULT_TIMEOUT)
         now = time.monotonic()
-        running = Running(claim, None, now + timeout if timeout > 0 else None, timeout, began=now)
+        # (a horse times out by itself, and its watcher kills it after a grace)
+        deadline = now + timeout if timeout > 0 and not self.runner.enforces_timeout else None
+        running = Running(claim)
+        running.deadline, running.timeout, running.began = deadline, timeout, now
         self.running[claim.execution_id] = running
         self._slots().start(running)
 
     def _one_more(self) -> bool:
         """Inline, as a job starts: counted; whether its record may claim the next."""
         self.started += 1
-        return not self.worker._stop_requested and (self.max_jobs is None or self.started < self.max_jobs)
+        return not self.stop.requested and (self.max_jobs is None or self.started < self.max_jobs)
 
     def _slots(self) -> Slots:
         assert self.slots is not None, 'jobs in slots: concurrency > 1'
@@ -355,19 +360,23 @@ class Loop:
     def _record(self, ended: list[tuple[Running, Done]], claim: int, now: datetime | None = None) -> engine.Batch:
         """One call (the recorder's): every outcome in `ended`, and up to `claim` jobs claimed. Inline,
         nothing ends here (each record claimed the next job already): a claim_job call."""
-        recorder = self.worker._recorder
+        recorder, runner = self.recorder, self.runner
         if self.inline is not None and not ended:
             first = self._claim_one() if claim else engine.Claim()
             return engine.Batch([], [first] if first else [], suspended=first.suspended)
         still = next(iter(self.running.values())).claim.job_id or '' if self.running else ''
         slots = self._slots()
-        jobs = [(slots.job_of(running), done) for running, done in ended]
-        batch = recorder.finish_many([(job, done.ended) for job, done in jobs], claim, still, now)
-        if slots.horses is not None:
-            slots.horses.recorded()  # the horses standing by after their report may exit
-        for (job, done), recorded in zip(jobs, batch.recorded, strict=True):
+        try:
+            batch = recorder.finish([done.ended for _, done in ended], claim, still, now)
+        except BaseException:
+            for running, _ in ended:
+                runner.release(running, recorded=False)  # (its horse records it itself)
+            raise
+        for (running, done), recorded in zip(ended, batch.recorded, strict=True):
+            if running.ack_fd >= 0:
+                runner.release(running)  # its horse, standing by after its report, may exit
             # (a hook logs its own lines)
-            recorder.account(job, done.outcome, done.plan, recorded, log=done.ack is None)
+            recorder.account(running, done.outcome, done.plan, recorded, done.ack is None, done.ended.working_time)
             if done.ack is not None:
                 slots.tails.answer(done.ack, recorded)
         if not self.running and not batch.claims:
@@ -380,7 +389,7 @@ class Loop:
             return
         now, slots = dates.now(), self._slots()
         ended = []
-        held = [(Running(claim, None, None, 0), NOT_STARTED.format(name=self.worker.name)) for claim in self.ahead]
+        held = [(Running(claim), NOT_STARTED.format(name=self.context.name)) for claim in self.ahead]
         for running, why in [*((running, reason) for running in self.running.values()), *held]:
             job = slots.job_of(running)
             job.ended_at = job.last_heartbeat = now
@@ -390,4 +399,4 @@ class Loop:
         try:
             self._record(ended, 0, now)
         except Exception as exc:
-            self.worker.log.error('Worker %s: could not record the jobs in flight: %s', self.worker.name, exc)
+            self.context.log.error('Worker %s: could not record the jobs in flight: %s', self.context.name, exc)

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import horse
-from ..orphaned import RECORDED
 from .breeder import Breeder, BreederError
 
 logger = logging.getLogger('rqfast.worker')
@@ -55,10 +54,6 @@ class HorsePool:
         self.waiting: list[Horse] = []
         self.exited: list[int] = []  # horses that reported and are exiting: reaped later, off the job's path
         self.open_fds: set[int] = set()  # the worker's ends of every horse's pipes
-        # job pipes of the horses whose outcome is being recorded: once it is, a byte on each tells its
-        # horse (standing by after its report) that it may exit; a horse that reads end-of-file instead
-        # knows its worker died before recording, and records the outcome itself (see horse.py)
-        self.ack_after_record: list[int] = []
         self.breeder: Breeder | None = None
         self.breeder_failures = 0
         self.bred: dict[int, Breeder] = {}  # the horses the breeder forked, by pid: it reaps them
@@ -147,19 +142,8 @@ class HorsePool:
                 except OSError:
                     pass
 
-    def recorded(self) -> None:
-        """The outcomes reported so far are recorded: their horses may exit."""
-        pending, self.ack_after_record = self.ack_after_record, []
-        for fd in pending:
-            try:
-                os.write(fd, RECORDED)
-            except OSError:  # the horse is gone
-                pass
-        self.close(*pending)
-
     def stop_all(self, exit_wait: float) -> None:
         """A waiting horse exits when its job pipe closes; one that does not, in `exit_wait` seconds, is killed."""
-        self.recorded()
         waiting = [h for h in self.waiting if h.ordered is None or self._delivered(h)]
         self.waiting = []
         for work_horse in waiting:

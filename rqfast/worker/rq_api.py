@@ -92,13 +92,21 @@ class RQWorkerAPI(WorkerAttributes):
 
     def is_working_on(self, job_id: str) -> bool:
         """Whether the job is one this worker runs now (a stop-job for another one is ignored)."""
-        return job_id in self._in_flight
+        return job_id in self._recorder.in_flight
 
     def kill_horse(self, sig: int = signal.SIGKILL) -> None:
-        """Only workers with a horse have one to kill."""
+        """Kill the running horses' process groups (the jobs' own children too): a forking or spawn
+        worker's; a SimpleWorker has none."""
+        self._runner.kill_all(sig)
 
     def stop_job(self, job_id: str) -> None:
-        """Only workers that run jobs in another process can stop one (as in RQ)."""
+        """Stop the job: its horse killed (a forking or spawn worker), or at concurrency > 1 ended by the
+        loop, its thread left to run on; a SimpleWorker's one job at a time cannot be (as in RQ)."""
+        loop = self._loop
+        if loop is not None and not loop.closed:
+            loop.stop_job(job_id)
+        else:
+            self._runner.stop(job_id)
 
     # --- RQ's maintenance and scheduler (their state and threads, a collaborator: upkeep.py's Duties)
 
@@ -162,8 +170,8 @@ class RQWorkerAPI(WorkerAttributes):
         """The executions this worker runs now, by id (RQ 3.0's `worker.executions`): those made by
         hand (prepare_execution, or assigned to `worker.execution`) and those of the jobs in flight.
         With no job in flight, the dict itself, which a caller may change as RQ's."""
-        held = self._held_executions()
-        running = [claim for claim in list(self._in_flight.values()) if claim.execution_id]
+        held = self._recorder.held
+        running = [claim for claim in list(self._recorder.in_flight.values()) if claim.execution_id]
         if not running:
             return held
         merged = {
@@ -177,7 +185,7 @@ class RQWorkerAPI(WorkerAttributes):
     def execution(self) -> Execution | None:
         """One of the worker's running executions, None when idle; a worker read back from Redis
         (Worker.all(), find_by_key) finds it in its executions index (RQ 3.0's)."""
-        local = self._local_execution()
+        local = self._recorder.local_execution()
         if local is not None:
             return local
         current = self.get_current_executions()
@@ -186,7 +194,7 @@ class RQWorkerAPI(WorkerAttributes):
     @execution.setter
     def execution(self, execution: Execution | None) -> None:
         """An execution is added to `executions`; None clears the one there is (ValueError if several)."""
-        held = self._held_executions()
+        held = self._recorder.held
         if execution is None:
             if len(held) > 1:
                 raise ValueError(
@@ -196,27 +204,6 @@ class RQWorkerAPI(WorkerAttributes):
             held.clear()
         else:
             held[execution.id] = execution
-
-    def _held_executions(self) -> dict[str, Execution]:
-        held: dict[str, Execution] | None = self.__dict__.get('_held')
-        if held is None:
-            held = self.__dict__['_held'] = {}
-        return held
-
-    def _local_execution(self) -> Execution | None:
-        """The worker's execution as this process knows it, without reading Redis."""
-        held = self._held_executions()
-        if held:
-            return next(iter(held.values()))
-        for claim in list(self._in_flight.values()):
-            if claim.execution_id:
-                return Execution(claim.execution_id, claim.job_id or '', self.connection, self.name)
-        return None
-
-    def _end_execution(self, execution: Execution | None) -> None:
-        """The execution ended: no longer one of this worker's."""
-        if execution is not None:
-            self._held_executions().pop(execution.id, None)
 
     @property
     def current_execution_count(self) -> int:
@@ -246,7 +233,7 @@ class RQWorkerAPI(WorkerAttributes):
 
     def request_stop_execution(self, execution_id: str) -> None:
         """Stop one running execution (RQ 3.0's stop command, by execution)."""
-        for claim in list(self._in_flight.values()):
+        for claim in list(self._recorder.in_flight.values()):
             if claim.execution_id == execution_id and claim.job_id:
                 self.stop_job(claim.job_id)
                 return
@@ -299,7 +286,7 @@ class RQWorkerAPI(WorkerAttributes):
                 raise StopRequested()
             if before is None:
                 self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
-                before = self._state.value
+                before = self._recorder.state.value
                 self.set_state(WorkerStatus.SUSPENDED)
             time.sleep(1)
         if before is not None:
@@ -333,7 +320,8 @@ class RQWorkerAPI(WorkerAttributes):
 
     @property
     def horse_pid(self) -> int:
-        return 0  # a SimpleWorker has none (the forking Worker's is its running horse)
+        """A running horse's pid (a forking or spawn worker's; at concurrency 1 its only one), else 0."""
+        return self._runner.horse_pid
 
     def setup_work_horse_signals(self) -> None:
         """RQ's horse signals: Ctrl+C ignored (the worker handles it), SIGTERM ends the horse.

@@ -1,302 +1,194 @@
-"""Where a worker with concurrency > 1 runs its jobs: a pool of threads and one event loop.
+"""The slots of a worker with concurrency > 1: what happens to a claimed job off its loop's thread (loop.py).
 
-Plain functions run on `Threads` (one thread per job in flight, kept for the next job); `async def`
-functions run as tasks of the one event loop of `EventLoop`, on a thread of its own. Neither talks
-to Redis: each hands back how its job ended by calling `report(token, outcome)`, and the worker's
-loop (loop.py) records it. A thread cannot be killed: one whose job outlived its timeout, or
-was stopped, is left to end on its own and its late report is dropped by the loop; a fresh thread
-takes its place, so the worker still has its N slots. The Outcome of a job that cannot say how it
-ended (past its deadline, stopped, its task broken) is made here too, for the loop to record.
+Each job is loaded and run on a thread of threads.py's pool, by the worker's runner (runner.py: the
+same as at concurrency 1, its hooks included; a forking or spawn worker's runner hands it to a horse
+and watches it from that thread), and its outcome planned there; it ends in a report to the loop,
+which records it with the others that ended meanwhile. A hook's record goes to the loop the same
+way, and the hook goes on once the loop has recorded it.
+
+A SimpleWorker's `async def` job, when no hook is replaced, runs as a task of the one event loop
+instead. Once a job turned out async, the next claims are loaded on the event loop's thread itself,
+where they start at once (a plain function loaded there goes on to a thread): a hop less.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import queue
-import select
-import selectors
-import sys
 import threading
-import warnings
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+import traceback
+from collections.abc import Callable
 
-from .. import dates, engine
-from ..execution import fail_job
+from .. import keys
+from ..execution import run_job_async
 from ..job import Job
 from ..outcome import Outcome, OutcomeKind
-from ..text import as_text
-from ..timeouts import JobTimeoutException, parse_timeout
-
-Report = Callable[[object, Any], None]
-STOPPED = 'rqfast: job stopped by a stop-job command while it ran on a thread or the event loop\n'
-
-
-@dataclass
-class Running:
-    """A job in flight: its claim, the job, when its time is up, its task (an async job's)."""
-
-    claim: engine.Claim
-    job: Job | None  # set by its thread once loaded
-    deadline: float | None  # monotonic; a thread job is failed here (an async job times out by itself)
-    timeout: int
-    task: Any = None
-    acks: int = 0  # its hooks' records the loop answered (Tails: the hooks go on after them)
-    began: float = 0.0  # monotonic, when its slot took it
+from ..timeouts import NoDeathPenalty, UnixSignalDeathPenalty
+from .context import WorkerContext
+from .loading import JobLoader
+from .recorder import Recorder
+from .runner import Runner
+from .running import Ack, Done, Running
+from .threads import EventLoop, Report, Tails, Threads, broken_outcome, is_async
 
 
-class Done(NamedTuple):
-    """A job's report: how it ended, the Plan recording it, and the outcome as finish_jobs takes it;
-    `ack`: the job's thread waits on it until the loop has recorded it (a worker subclass's hooks)."""
+class Slots:
+    """Where the jobs of a loop with N slots run: on threads (in process, or watching a horse each), or
+    as tasks of one event loop. Each job's steps happen off the loop's thread and end in a Done handed
+    to `report`."""
 
-    outcome: Outcome
-    plan: engine.Plan
-    ended: engine.Ended
-    ack: Ack | None = None
-
-
-class Ack:
-    """A job thread's wait for the loop to record its outcome: set with whether it was recorded."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.recorded = False
-
-    def set(self, recorded: bool) -> None:
-        self.recorded = recorded
-        self._event.set()
-
-    def wait(self, gone: Callable[[], bool]) -> bool:
-        """True once recorded; False if fenced off, dropped (too late), or the loop is `gone()`."""
-        while not self._event.wait(1.0):
-            if gone():
-                return False
-        return self.recorded
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-
-class Tails:
-    """The hooks that go on after the loop answered their record (the code after super().execute_job()):
-    the worker waits for them before it stops, as at concurrency 1 execute_job returns first."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._count = 0
-
-    def answer(self, ack: Ack, recorded: bool) -> None:
-        """From the loop: the record is answered, and its hook goes on."""
-        with self._changed:
-            self._count += 1
-        ack.set(recorded)
-
-    def ended(self, answered: int) -> None:
-        """From a job thread: its hook returned, after `answered` answers."""
-        if answered:
-            with self._changed:
-                self._count -= answered
-                self._changed.notify_all()
-
-    def wait(self) -> None:
-        """Until every answered hook has returned (a second signal still interrupts it)."""
-        with self._changed:
-            while self._count > 0:
-                self._changed.wait(1.0)
-
-
-class Threads:
-    """Threads that each run one job at a time; a new one starts when none is free."""
-
-    def __init__(self, name: str, report: Report) -> None:
-        self.name = name  # the worker's, for the threads' names
+    def __init__(
+        self,
+        context: WorkerContext,
+        recorder: Recorder,
+        loader: JobLoader,
+        runner: Runner,
+        report: Report,
+        gone: Callable[[], bool],
+    ) -> None:
+        self.context = context
+        self.recorder = recorder
+        self.loader = loader
+        self.runner = runner
+        self.joblog = loader.joblog
+        # a SimpleWorker's `async def` job, when no hook is replaced, runs as a task of the event loop
+        self.in_process = loader.in_process
         self.report = report
-        self._work: queue.SimpleQueue[tuple[object, Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._free = 0
-        self._started = 0
+        self.gone = gone  # the loop has ended: a job thread waiting for its record stops waiting
+        self.threads = Threads(context.name, report)
+        self.events: EventLoop | None = None
+        self._events_lock = threading.Lock()
+        self.async_next = False  # the last job loaded was async: the next is loaded on the event loop's thread
+        self.tails = Tails()
+        penalty = context.death_penalty_class
+        # SIGALRM reaches only the main thread: on the job threads the loop enforces the timeout
+        self.penalty = NoDeathPenalty if issubclass(penalty, UnixSignalDeathPenalty) else penalty
 
-    def submit(self, token: object, run: Callable[[], Any]) -> None:
-        """Run `run` on a free thread; what it returns is reported (None: nothing to report)."""
-        with self._lock:
-            if self._free > 0:
-                self._free -= 1
-            else:
-                self._started += 1
-                thread = threading.Thread(target=self._serve, name=f'rqfast-job-{self._started}', daemon=True)
-                thread.start()
-        self._work.put((token, run))
-
-    def _serve(self) -> None:
-        while True:
-            item = self._work.get()
-            if item is None:
-                return
-            token, run = item
-            try:
-                done = run()
-                if done is not None:
-                    self.report(token, done)
-            finally:
-                with self._lock:
-                    self._free += 1
-
-    def close(self) -> None:
-        """Ends the free threads (one still running a job ends with it: they are daemons)."""
-        with self._lock:
-            free, self._free = self._free, 0
-        for _ in range(free):
-            self._work.put(None)
-
-
-class EventLoop:
-    """One asyncio event loop on a thread of its own, running every `async def` job of the worker."""
-
-    def __init__(self, name: str, report: Report) -> None:
-        self.report = report
-        self.loop = new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=f'rqfast-loop-{name}', daemon=True)
-        self.thread.start()
-
-    def call(self, run: Callable[[], Any]) -> None:
-        """Run `run()` on the loop's thread, soon (from any thread)."""
-        self.loop.call_soon_threadsafe(run)
-
-    def submit(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> LoopTask:
-        """Run the coroutine as a task and report what it returns; `broken()` is reported instead when
-        it ends with no answer (cancelled, or a BaseException got out of it). From any thread."""
-        task = LoopTask(self.loop)
-        coroutine = self._reporting(token, run, broken)
-        if threading.get_ident() == self.thread.ident:
-            task.start(coroutine)  # (a job loaded on the loop's thread starts at once)
+    def start(self, running: Running) -> None:
+        """Hand a claimed job over: loaded and run on a thread, or on the event loop's thread."""
+        if self.async_next and self.events is not None:  # the event loop's thread loads it: one hop less
+            self.events.call(lambda: self._prepare_on_loop(running))
         else:
-            self.loop.call_soon_threadsafe(task.start, coroutine)
-        return task
-
-    async def _reporting(self, token: object, run: Coroutine[Any, Any, Any], broken: Callable[[], Any]) -> None:
-        try:
-            done = await run
-        except asyncio.CancelledError:
-            self.report(token, broken())
-            raise
-        except BaseException:  # (a SystemExit from a job: the loop goes on)
-            self.report(token, broken())
-            return
-        self.report(token, done)
+            self.threads.submit(running.claim.execution_id, lambda: self._guarded(self._load_and_run, running))
 
     def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=5)
-        if not self.thread.is_alive():
-            self.loop.close()
+        self.threads.close()
+        if self.events is not None:
+            self.events.close()
 
-
-class LoopTask:
-    """An async job's task on the loop, as the worker's thread holds it: `cancel()` from any thread."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        self.task = self.loop.create_task(coroutine)
-
-    def cancel(self) -> None:
-        self.loop.call_soon_threadsafe(self._cancel)  # (after start: the loop runs its callbacks in order)
-
-    def _cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """asyncio's loop, with timers on time (a loop of another event loop policy, e.g. uvloop's, as it is)."""
-    if not hasattr(selectors, 'EpollSelector') or not _default_policy():
-        return asyncio.new_event_loop()  # (kqueue's timeouts are in nanoseconds already)
-    return asyncio.SelectorEventLoop(PreciseEpollSelector())
-
-
-def _default_policy() -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', DeprecationWarning)  # (policies are deprecated from Python 3.14)
-        get_policy = getattr(asyncio, 'get_event_loop_policy', None)
-        default = getattr(asyncio, 'DefaultEventLoopPolicy', None)
-        return get_policy is None or default is None or type(get_policy()) is default
-
-
-if hasattr(selectors, 'EpollSelector'):
-
-    class PreciseEpollSelector(selectors.EpollSelector):
-        """epoll, waking on time: epoll's own timeout is in whole milliseconds, rounded up, so a 10 ms
-        asyncio.sleep() took 10.5 ms on average, and the jobs whose timers fell in the same millisecond
-        all ended in the same tick (and then ran in lock-step: claimed, loaded and recorded together).
-        A timed wait is made with select() on the epoll fd itself (microseconds), then epoll is read."""
-
-        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-            if timeout is not None and timeout > 0 and self.fileno() < FD_SETSIZE:
-                if not select.select([self.fileno()], [], [], timeout)[0]:
-                    return []
-                timeout = 0
-            return super().select(timeout)
-
-
-FD_SETSIZE = 1024  # select() takes file descriptors below it only
-
-
-def is_async(job: Job) -> bool:
-    try:
-        func = job.func
-    except Exception:  # it fails on the thread, where its error is recorded
-        return False
-    return inspect.iscoroutinefunction(func)  # (an async callable object runs on a thread, in asyncio.run)
-
-
-def claimed_timeout(claim: engine.Claim, default: int) -> int:
-    """The job's timeout, read from its claimed hash (its thread loads the rest)."""
-    stored = claim.raw.get(b'timeout') or b''
-    seconds = _timeouts.get(stored)  # (the loop thread reads one per job: most jobs share a few values)
-    if seconds is None:
+    def _guarded(self, step: Callable[[Running], Done | None], running: Running) -> Done | None:
+        """A step of a job on a thread or the event loop; when it raises (a log handler, a hook's
+        SystemExit, a plan that failed twice...), the job fails and its slot is freed: a thread cannot
+        stop the worker."""
         try:
-            seconds = parse_timeout(as_text(stored)) or 0
-        except Exception:  # loading the job fails it with the reason
-            seconds = 0
-        if len(_timeouts) < 256:
-            _timeouts[stored] = seconds
-    return seconds or default
+            with keys.within(running.claim.queue):  # (sharded by queue: the job's keyspace)
+                return step(running)
+        except BaseException:
+            return self.done(running, Outcome(OutcomeKind.FAILURE, exc_string=traceback.format_exc()))
 
+    def _prepare_on_loop(self, running: Running) -> None:
+        done = self._guarded(self._load_on_loop, running)
+        if done is not None:
+            self.report(running.claim.execution_id, done)
 
-_timeouts: dict[Any, int] = {}  # a stored timeout -> its seconds (0: none, or unreadable)
+    def _load_on_loop(self, running: Running) -> Done | None:
+        """On the event loop's thread (the last job loaded was async): load the job and start its task
+        there, or hand it to a thread when it is not async after all."""
+        poison = self._load(running)
+        if poison is not None:
+            return poison
+        if self.in_process and not self.runner.hooks.hooked and is_async(self.job_of(running)):
+            self._run_on_loop(running)
+        else:
+            self.async_next = False
+            self.threads.submit(running.claim.execution_id, lambda: self._guarded(self._run, running))
+        return None
 
+    def _load(self, running: Running) -> Done | None:
+        """Loads the job into `running`; a Done if it cannot run."""
+        claim = running.claim
+        try:
+            job, poison = self.loader.load(claim)
+        except Exception:  # logged as a job that raised is
+            job, poison = self.loader.unloadable(claim)
+        running.job = job
+        if poison is not None:
+            return self.done(running, poison)
+        self.joblog.start(job, claim.queue or '')
+        return None
 
-# --- how a job ended, when it could not say: its thread runs on, or its task was cancelled
+    def _load_and_run(self, running: Running) -> Done | None:
+        """On a job thread: load the job, run it (or hand it to the event loop), plan its record."""
+        poison = self._load(running)
+        if poison is not None:
+            return poison
+        runner, job = self.runner, self.job_of(running)
+        if runner.hooks.hooked:
+            self.async_next = False
+            return self._run(running)
+        if self.in_process and is_async(job):
+            with self._events_lock:
+                if self.events is None:
+                    self.events = EventLoop(self.context.name, self.report)
+            self._run_on_loop(running)
+            return None  # the event loop reports it
+        self.async_next = False
+        running.penalty = self.penalty
+        return self.done(running, runner.execute(job, running))  # (no hook replaced: the runner's own execute)
 
+    def _run(self, running: Running) -> Done | None:
+        """The runner runs the job on this thread; a hook's record reaches the loop through _deliver (and
+        a hook that records nothing leaves the job started, as at concurrency 1)."""
+        running.penalty = self.penalty
+        if not self.runner.hooks.hooked:
+            return self.done(running, self.runner.execute(self.job_of(running), running))
+        running.deliver = lambda outcome: self._deliver(running, outcome)
+        try:
+            outcome = self.runner.run(running)
+        finally:
+            self.tails.ended(running.acks)
+        if outcome is not None:
+            return self.done(running, outcome)
+        if running.recorded is None:
+            self.report(running.claim.execution_id, None)
+        return None
 
-def timed_out_outcome(worker: Any, job: Job, timeout: int, penalty: Any) -> Outcome:
-    """A job past its deadline: failed with JobTimeoutException, its failure callback and handlers run."""
-    message = f'Task exceeded maximum timeout value ({timeout} seconds)'
-    worker.log.warning('Worker %s: job %s failed: %s (its thread runs on)', worker.name, job.id, message)
-    try:
-        raise JobTimeoutException(message)
-    except JobTimeoutException:
-        return fail_job(job, sys.exc_info(), penalty, worker._exc_handlers)
+    def _run_on_loop(self, running: Running) -> None:
+        assert self.events is not None
+        self.async_next = True  # the next claims are loaded on the event loop's thread
+        running.deadline = None  # its task times out by itself
+        broken = lambda: self.done(running, broken_outcome(self.job_of(running)))  # noqa: E731
+        coroutine = self._run_async(running, self.context.queue_class.DEFAULT_TIMEOUT)
+        running.task = self.events.submit(running.claim.execution_id, coroutine, broken)
 
+    async def _run_async(self, running: Running, default_timeout: int) -> Done:
+        job = running.job
+        assert job is not None
+        outcome = await run_job_async(job, self.context.exception_handlers, default_timeout=default_timeout)
+        if outcome.kind is OutcomeKind.FAILURE:
+            self.joblog.exception(job, outcome.exc_string)
+        return self.done(running, outcome)
 
-def stopped_outcome(worker: Any, job: Job, task: Any, penalty: Any) -> Outcome:
-    """A job stopped by a stop-job command: its task (an async job's) cancelled, its stopped callback run."""
-    if task is not None:
-        task.cancel()
-    job.ended_at = job.last_heartbeat = dates.now()
-    worker.log.warning('Worker %s: job %s stopped by user', worker.name, job.id)
-    try:
-        job.execute_stopped_callback(penalty)
-    except Exception:
-        worker.log.exception('Job %s: error while executing stopped callback', job.id)
-    return Outcome(OutcomeKind.STOPPED, exc_string=STOPPED)
+    def _deliver(self, running: Running, outcome: Outcome) -> bool:
+        """From the hooks: the loop records the outcome; True once it has (as RQ's handle_job_success
+        returns once the job is recorded), False if it was not (fenced off, or too late)."""
+        ack = Ack()
+        self.report(running.claim.execution_id, self.done(running, outcome)._replace(ack=ack))
+        recorded = ack.wait(self.gone)
+        if ack.is_set():
+            running.acks += 1
+        return recorded
 
+    def done(self, running: Running, outcome: Outcome, log: bool = False) -> Done:
+        """How the job ended and the Plan recording it (made where it ran, off the loop's path); `log`: RQ's
+        error line for a failure the loop made (a job past its deadline)."""
+        job = self.job_of(running)
+        if log and outcome.kind is OutcomeKind.FAILURE:
+            self.joblog.exception(job, outcome.exc_string)
+        return self.recorder.done(running, outcome, pack=True)
 
-def broken_outcome(job: Job) -> Outcome:
-    """An async job's task that ended with no outcome (cancelled, or a BaseException got out)."""
-    job.ended_at = job.last_heartbeat = dates.now()
-    return Outcome(OutcomeKind.FAILURE, exc_string=f'rqfast: the task of job {job.id} ended without an outcome\n')
+    # --- a job that ended before it was loaded (past its deadline, stopped, a cold shutdown)
+
+    def job_of(self, running: Running) -> Job:
+        if running.job is None:  # not loaded yet
+            claim = running.claim
+            running.job = self.loader.placeholder(claim.job_id or '', claim.queue or '')
+        return running.job

@@ -14,7 +14,6 @@ monitor_work_horse() are RQ 3.0's step-by-step way: a child spawned for the job 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pickle
@@ -28,10 +27,8 @@ from ..connections import client_recipe
 from ..defaults import rq2_compat
 from ..horse import flush_stdio, serve_one_job
 from ..job import Job
-from . import watching
 from .calling import replaced
 from .forking import Worker
-from .hooks import perform_in_horse
 from .pool import Horse
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,7 +123,7 @@ class SpawnWorker(Worker):
         if not rq2_compat():  # RQ 3.0: what the horse cannot import or unpickle fails here, before any job
             self.check_horse_config()
         super().bootstrap(*args, **kwargs)
-        if self._hooks_in_horse() and self._child_hooks() is None and replaced(self, 'perform_job'):
+        if self._hooks.performs and self._child_hooks() is None and replaced(self, 'perform_job'):
             self.log.warning(
                 'Worker %s: %s.perform_job() does not run: its class cannot be imported by a spawned child '
                 "(defined in __main__ or in a function), which runs the job with RQ's default; the handle_job_* "
@@ -143,7 +140,7 @@ class SpawnWorker(Worker):
         return self._made_child_hooks[0]
 
     def _make_child_hooks(self) -> ChildHooks | None:
-        if not self._hooks_in_horse():
+        if not self._hooks.performs:
             return None
         klass = type(self)
         try:
@@ -173,7 +170,7 @@ class SpawnWorker(Worker):
     def _hooks_after_report(self) -> bool:
         """A child that cannot make the worker's class has not its hooks: the handlers run in the worker
         with the child's report."""
-        return self._hooks_in_horse() and self._child_hooks() is None
+        return self._hooks.performs and self._child_hooks() is None
 
     def check_horse_config(self) -> None:
         """ValueError for a class or handler defined in __main__, pickle's error for one that does not pickle.
@@ -228,7 +225,7 @@ class SpawnWorker(Worker):
             raise
         os.close(job_read)
         os.close(report_write)
-        spawned = self._pool.adopt(pid, job_write, report_read)
+        spawned = self._runner.pool.adopt(pid, job_write, report_read)
         try:
             pipes.write_message(job_write, self._pickled_settings())
         except BrokenPipeError:  # it died at once: taking it as a horse notices
@@ -239,7 +236,8 @@ class SpawnWorker(Worker):
 
     def fork_work_horse(self, job: Job, queue: Any) -> None:
         """Spawn a horse for `job` (RQ 3.0's `python -c` child, in its own process group from the start)."""
-        claim = self._in_hand_for(job, queue).claim
+        running = self._hooks.for_job(job, queue)
+        claim = running.claim
         # the child's environment only: the worker's own must not name a job (later children inherit it)
         env = {**os.environ, 'RQ_WORKER_ID': self.name, 'RQ_JOB_ID': job.id}
         if claim.execution_id:
@@ -259,9 +257,7 @@ class SpawnWorker(Worker):
             return [sys.executable, '-c', source]
 
         work_horse = self._spawn(argv, env)
-        with self._horse_lock:
-            self._horse_pid = work_horse.pid
-        self._send_job(work_horse, claim)
+        self._runner.hand_over(work_horse, running)
         self._forked = work_horse
         self.log.debug('Worker %s: spawned %s at %s', self.name, work_horse.pid, time.time())
 
@@ -270,15 +266,13 @@ class SpawnWorker(Worker):
         work_horse, self._forked = self._forked, None
         if work_horse is None:
             raise RuntimeError('monitor_work_horse() without fork_work_horse()')
-        in_hand = self._in_hand_for(job, queue)
+        running = self._hooks.for_job(job, queue)
         timeout = job.timeout or self.queue_class.DEFAULT_TIMEOUT
         deadline = time.monotonic() + timeout + self.horse_kill_grace if timeout > 0 else None
-        end = watching.watch(
-            work_horse, deadline, self.horse_poll_interval, self._pool, self.kill_horse, self._forget_horse
-        )
-        outcome = self._outcome(job, work_horse.pid, end, timeout, in_hand.now)
-        if self._horse_reported:
-            self._record_outcome(job, queue, outcome)
+        end = self._runner.watch(work_horse, deadline, job.id)
+        outcome = self._runner.outcome(job, running, work_horse.pid, end, timeout)
+        if running.reported:
+            self._hooks.record(job, queue, outcome)
         else:
             self.handle_job_failure(job, queue, exc_string=outcome.exc_string)
 
@@ -333,7 +327,7 @@ class ChildHooks:
             )
         for attribute, value in self.attributes.items():
             setattr(worker, attribute, value)
-        return perform_in_horse(worker, job, execution_id)
+        return worker._hooks.perform_in_horse(job, execution_id)
 
 
 # RQ 3.0's: the worker's settings a spawned horse's worker takes (besides its name, queues and serializer).
@@ -360,7 +354,7 @@ def serve_spawned_job(worker: SpawnWorker, attributes: dict[str, Any], job_fd: i
         if payload is not None:
             settings = pickle.loads(payload)
             if settings.perform is not None:
-                settings = settings.replace(perform=functools.partial(perform_in_horse, worker))
+                settings = settings.replace(perform=worker._hooks.perform_in_horse)
             serve_one_job(job_fd, report_fd, settings, fallback=worker.connection)
         code = 0
     except BaseException:

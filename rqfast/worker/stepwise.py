@@ -10,6 +10,7 @@ each as one MULTI/EXEC transaction, as RQ's do. The Stepwise methods become Base
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -20,7 +21,8 @@ from ..executions import Execution, heartbeat_ttl, prepare_execution
 from ..job import Job
 from ..status import JobStatus, WorkerStatus
 from .declared import WorkerAttributes
-from .records import write_current_job, write_heartbeat
+from .running import Running
+from .workerhash import write_current_job, write_heartbeat
 
 Method = TypeVar('Method', bound=Callable[..., Any])
 
@@ -38,7 +40,33 @@ def in_job_keyspace(method: Method) -> Method:
 
 
 class Stepwise(WorkerAttributes):
-    """prepare_execution, prepare_job_execution, maintain_heartbeats, cleanup_execution: RQ's, by hand."""
+    """dequeue_job_and_maintain_ttl, prepare_execution, prepare_job_execution, maintain_heartbeats,
+    cleanup_execution: RQ's, by hand."""
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """Claim one job, waiting up to `timeout` seconds (None: not at all): (job, queue), or None.
+
+        perform_job or execute_job then records the claimed job's execution.
+        """
+        recorder = self._recorder
+        deadline = time.monotonic() + min(timeout, max_idle_time or timeout) if timeout else None
+        moved = None
+        while True:
+            claim = recorder.claim(moved)
+            if claim:
+                break
+            left = deadline - time.monotonic() if deadline is not None else 0
+            if left <= 0:
+                return None
+            moved = recorder.waiter().wait(max(1, int(left + 0.999)))
+        recorder.hold(claim, busy=False)  # (prepare_execution makes the worker busy, as RQ's)
+        job, poison = self._loader.load(claim, in_process=True)  # the caller performs it here
+        if poison is not None:
+            recorder.record(Running(claim, job), poison, claim_next=False)
+            return None
+        self._loader.joblog.start(job, claim.queue or '')
+        self._hooks.hold(Running(claim, job))
+        return job, self._context.queue_named(claim.queue or job.origin)
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         """Seconds a started job stays alive without a heartbeat (the claim script's rule), for a job
@@ -52,7 +80,7 @@ class Stepwise(WorkerAttributes):
     def prepare_execution(self, job: Job) -> Execution:
         """A new execution of the job, recorded as the claim script records one; the worker is busy."""
         execution = prepare_execution(self, job)  # type: ignore[arg-type]
-        self._state = WorkerStatus.BUSY
+        self._recorder.set_state(WorkerStatus.BUSY, write=False)
         return execution
 
     @in_job_keyspace
@@ -92,7 +120,7 @@ class Stepwise(WorkerAttributes):
     def maintain_heartbeats(self, job: Job, execution: Execution | None = None) -> None:
         """Keep the worker, the job and its execution (RQ 3.0 passes it; else the worker's) alive
         (the heartbeat script: a deleted job stays deleted)."""
-        execution = execution if execution is not None else self._local_execution()
+        execution = execution if execution is not None else self._recorder.local_execution()
         execution_id = execution.id if execution is not None else ''
         moment = now()
         working_time = (moment - job.started_at).total_seconds() if job.started_at else 0.0
@@ -112,7 +140,7 @@ class Stepwise(WorkerAttributes):
         """Clear the worker's current job and delete the execution (RQ 3.0 passes it; else the
         worker's), in the caller's pipeline."""
         write_current_job(pipeline, self.name, None)
-        execution = execution if execution is not None else self._local_execution()
+        execution = execution if execution is not None else self._recorder.local_execution()
         if execution is not None:
             execution.delete(job=job, pipeline=pipeline)
-            self._end_execution(execution)
+            self._recorder.end_execution(execution)

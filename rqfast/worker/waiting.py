@@ -26,7 +26,9 @@ from .. import keys, suspension, workerscripts
 from ..backoff import Backoff
 from ..cluster import node_client
 from ..connections import has_sockets
+from ..status import WorkerStatus
 from ..text import as_text
+from . import keyspaces
 
 # Redis out of reach for a while, as the worker sees it: a lost connection or a timeout, or a Redis Cluster
 # failing over (CLUSTERDOWN: every node refuses every command until a replica has taken over, so nothing
@@ -34,44 +36,62 @@ from ..text import as_text
 REDIS_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError)
 
 
-class Idling(Protocol):
-    """What the loop's exits read from the worker."""
+class Interrupting(Protocol):
+    """The worker's stop request as the loop's waits see it (signals.StopRequest)."""
 
-    name: str
-    log: logging.Logger
-    dequeue_timeout: int
+    requested: bool
 
-    def _interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any: ...
-
-    def _wait_while_suspended(self) -> None: ...
+    def interruptibly(self, wait: Callable[..., Any], *args: Any) -> Any: ...
 
 
-def empty_wait(worker: Idling, burst: bool, idle_since: float, max_idle_time: int | None) -> int | None:
+class Named(Protocol):
+    """The worker's name, log and idle wait (its context)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def log(self) -> logging.Logger: ...
+    @property
+    def dequeue_timeout(self) -> int: ...
+    def queue_names(self) -> list[str]: ...
+    @property
+    def connection(self) -> Any: ...
+
+
+class StateKeeper(Protocol):
+    def set_state(self, state: WorkerStatus, write: bool = True) -> None: ...
+
+
+def empty_wait(context: Named, burst: bool, idle_since: float, max_idle_time: int | None) -> int | None:
     """The queues are empty and nothing is in flight: seconds to block for a job, or None when it is
     time to stop (burst mode, or idle for max_idle_time), logged as RQ logs it."""
     if burst:
-        worker.log.info('Worker %s: done, quitting', worker.name)
+        context.log.info('Worker %s: done, quitting', context.name)
         return None
-    wait = idle_wait(worker.dequeue_timeout, idle_since, max_idle_time)
+    wait = idle_wait(context.dequeue_timeout, idle_since, max_idle_time)
     if wait is None:
-        worker.log.info('Worker %s: idle for %d seconds, quitting', worker.name, max_idle_time)
+        context.log.info('Worker %s: idle for %d seconds, quitting', context.name, max_idle_time)
     return wait
 
 
-def stays_suspended(worker: Idling, burst: bool) -> bool:
-    """The workers are suspended (nothing in flight): wait until resumed; False (logged) in burst mode."""
+def stays_suspended(context: Named, recorder: StateKeeper, stop: Interrupting, burst: bool) -> bool:
+    """The workers are suspended (nothing in flight): wait until resumed (a stop ends the wait); False
+    (logged) in burst mode."""
     if burst:
-        worker.log.info('Worker %s: suspended in burst mode, exiting', worker.name)
+        context.log.info('Worker %s: suspended in burst mode, exiting', context.name)
         return False
-    worker._wait_while_suspended()
+    context.log.info('Worker %s: suspended, run `rqfast resume` to resume', context.name)
+    recorder.set_state(WorkerStatus.SUSPENDED)
+    while not stop.requested and keyspaces.is_suspended(context.connection, context.queue_names()):
+        stop.interruptibly(time.sleep, 1)
     return True
 
 
-def redis_lost(worker: Idling, exc: Exception, backoff: Backoff) -> None:
+def redis_lost(context: Named, stop: Interrupting, exc: Exception, backoff: Backoff) -> None:
     """Redis unreachable while the loop claims or waits: logged, then the backoff's next pause (a stop ends it)."""
     delay = backoff.next()
-    worker.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', worker.name, exc, delay)
-    worker._interruptibly(time.sleep, delay)
+    context.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', context.name, exc, delay)
+    stop.interruptibly(time.sleep, delay)
 
 
 def idle_wait(dequeue_timeout: int, idle_since: float, max_idle_time: int | None) -> int | None:

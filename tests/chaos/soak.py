@@ -237,13 +237,12 @@ class Account:
     counts: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     completed_then_abandoned: set[str] = field(default_factory=set)
-    reasons: Counter[str] = field(default_factory=Counter)  # the failed jobs' exceptions (last lines)
+    failures: list[str] = field(default_factory=list)  # each job that failed visibly: its id and reason's last line
 
     def line(self, title: str) -> str:
         names = ('jobs', 'finished_once', 'failed_visibly', 'retried', 'ran_twice_or_more', 'lost', 'stuck')
         names += ('finished_twice', 'too_many_runs', 'failed_after_body_completed')
-        line = f'{title}: ' + ', '.join(f'{n}={self.counts.get(n, 0)}' for n in names)
-        return line + (f'; failed because {dict(self.reasons.most_common(5))}' if self.reasons else '')
+        return f'{title}: ' + ', '.join(f'{n}={self.counts.get(n, 0)}' for n in names)
 
 
 def terminal(conn: redis.Redis, ids: list[str]) -> int:
@@ -281,7 +280,8 @@ def account(conn: redis.Redis, marks: Path, enqueued: Enqueued) -> Account:
             reason = latest.exc_string if latest is not None else ''
             if reason:
                 result.counts['failed_visibly'] += 1
-                result.reasons[reason.strip().splitlines()[-1][:200]] += 1
+                last = reason.strip().splitlines()[-1]
+                result.failures.append(f'{job_id} ({started} runs, {completed} completed): {last}')
             else:
                 result.problems.append(f'{job_id}: failed without a reason')
             if completed and 'AbandonedJobError' in reason:  # a completed run whose outcome was never recorded

@@ -144,7 +144,7 @@ def test_redis_server_killed_and_restarted(server: fleet.KillableRedis, tmp_path
         assert done == len(jobs.ids), result.problems[:20]
         assert not result.problems, result.problems[:20]
         # no process was killed: every job ran once and finished once
-        assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert result.counts['finished_once'] == len(jobs.ids), (result.counts, result.failures)
         assert result.counts['ran_twice_or_more'] == 0, result.counts
         assert not crew.unexpected_exits, crew.unexpected_exits[:3]
         assert not crew.stop_all()
@@ -219,3 +219,48 @@ def test_poison_corpus(redis_conn: redis.Redis, redis_url: str, tmp_path: Path, 
         f'poison ({worker_class}): {len(made)} jobs: finished={counts["finished"]}, '
         f'failed_visibly={counts["failed_visibly"]}, lost=0, stuck=0; dead-lettered ids={len(BAD_IDS)}; worker exit 0'
     )
+
+
+@pytest.mark.parametrize('worker_class', ['Worker', 'SpawnWorker'])
+def test_a_parent_killed_while_its_horses_hold_their_reports_leaves_each_outcome_to_its_horse(
+    server: fleet.KillableRedis, tmp_path: Path, marks: Path, worker_class: str
+) -> None:
+    """Issue 32's scenario: a worker at -C 8 has recorded one job; stopped, its seven other horses end their
+    bodies and report; then it is killed. Each horse was acknowledged only once its own outcome was
+    recorded, so each sees its worker die and records its own outcome: 7 of 7, none left to recovery."""
+    from rqfast import Queue
+
+    conn = redis.Redis.from_url(server.url)
+    queue = Queue('q', connection=conn)
+    release = tmp_path / 'release'
+    short = queue.enqueue('chaos_jobs.mark', str(marks), 0.05)
+    long = [queue.enqueue('chaos_jobs.mark_until', str(marks), str(release)) for _ in range(7)]
+    options = {'class': worker_class, 'worker': {'concurrency': 8}}
+    worker = fleet.WorkerProcess(server.url, options, tmp_path / f'{worker_class}.log')
+    try:
+        fleet.wait_until(
+            lambda: (
+                conn.hget(short.key, 'status') == b'finished' and all(fleet.runs(marks, job.id)[0] == 1 for job in long)
+            ),
+            120,
+            f'the short job recorded and the seven long ones running\n{worker.log()[-3000:]}',
+        )
+        worker.signal(signal.SIGSTOP)
+        release.touch()  # the bodies end while their worker is stopped; each horse reports and stands by
+        fleet.wait_until(lambda: all(fleet.runs(marks, job.id) == (1, 1) for job in long), 60, 'the bodies to end')
+        time.sleep(1.0)  # (their reports are written)
+        assert [conn.hget(job.key, 'status') for job in long] == [b'started'] * 7
+        worker.signal(signal.SIGKILL)
+        fleet.wait_until(
+            lambda: all(conn.hget(job.key, 'status') == b'finished' for job in long),
+            30,
+            f'the horses to record their outcomes\n{worker.log()[-3000:]}',
+        )
+        assert [conn.xlen(f'rq:results:{job.id}') for job in long] == [1] * 7
+        # each horse logs once it has recorded (its line may come a moment after its record)
+        fleet.wait_until(lambda: worker.log().count('the horse recorded its outcome') == 7, 10, 'the horses to log it')
+        assert 'is no longer its execution' not in worker.log()
+        soak.REPORTS.append(f'parent killed holding 7 reports ({worker_class}): 7 of 7 recorded by their horses')
+    finally:
+        worker.stop()
+        conn.close()
