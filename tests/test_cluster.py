@@ -61,7 +61,7 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, '-m', 'rqfast.cli', *args]
 
 
-def wait_for(predicate: Callable[[], object], what: str, timeout: float = 30) -> None:
+def wait_for(predicate: Callable[[], object], what: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
