@@ -45,6 +45,7 @@ from ..defaults import (
 )
 from ..exceptions import StopRequested
 from ..job import Job
+from ..logutils import worker_console
 from ..outcome import Outcome, OutcomeKind
 from ..queue import Queue
 from ..security import JobPolicy
@@ -243,11 +244,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         date_format: str = '%H:%M:%S',
         log_format: str = '%(asctime)s %(message)s',
     ) -> None:
-        if logging_level and not logging.getLogger('rqfast').handlers:
-            handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter(log_format, date_format))
-            logging.getLogger('rqfast').addHandler(handler)
-            logging.getLogger('rqfast').setLevel(logging_level)
+        if logging_level:  # as RQ: a handler the first time, and each work() call's level
+            worker_console(logging_level, date_format, log_format)
         self.register_birth()
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
