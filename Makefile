@@ -2,13 +2,25 @@
 # `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test lint format mypy all bench rq-suite rq3 ecosystem chaos soak docs docs-serve
+.PHONY: install test test-quick test-quiet trials matrix lint format mypy all bench rq-suite rq3 ecosystem chaos soak docs docs-serve
 
 install:
 	$(PYTHON) -m pip install -e '.[test,lint]'
 
 test:
 	python -m pip install -e '.[test]' && python -m pytest
+
+test-quick:  # a first try, a minute or two: the engine, enqueue, the three worker classes (tests/subsets.py)
+	$(PYTHON) -m pytest --subset quick
+
+test-quiet:  # the tests that measure time itself: run them on a quiet machine (the default run leaves them out)
+	$(PYTHON) -m pytest -m quiet
+
+trials:  # the long trials the default run leaves out: the chaos suite and the fleets (some 5 minutes; CI runs them)
+	$(PYTHON) -m pytest -m trial
+
+matrix:  # CI's compatibility matrix (docs/compatibility.md): Python 3.10-3.13, redis-py 5-8, Valkey; pyenv's Pythons
+	bash .ci/matrix
 
 lint:  # needs the lint extra: python -m pip install -e '.[lint]'
 	ruff check rqfast tests bench examples _rqfast_as_rq.py

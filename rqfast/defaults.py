@@ -8,6 +8,7 @@ number below is written twice.
 from __future__ import annotations
 
 import os
+import sys
 
 # --- RQ 2.12's rq.defaults, same names and values (the class paths name rqfast's classes)
 
@@ -34,24 +35,54 @@ DEFAULT_LOGGING_FORMAT = '%(asctime)s %(message)s'
 CALLBACK_TIMEOUT = 60
 UNSERIALIZABLE_RETURN_VALUE_PAYLOAD = 'Unserializable return value'
 
+
+class SettingError(ValueError):
+    """A setting read from the environment at import (RQ_KEY_PREFIX, RQFAST_SHARDING, RQFAST_COMPAT) is invalid."""
+
+
+def _running_the_cli() -> bool:
+    """This process is the `rqfast` command (its console script, `python -m rqfast` or `python -m rqfast.cli`)."""
+    if os.path.basename(sys.argv[0]) == 'rqfast':
+        return True
+    argv = getattr(sys, 'orig_argv', [])
+    return any(a == '-m' and b in ('rqfast', 'rqfast.cli') for a, b in zip(argv, argv[1:], strict=False))
+
+
+def _refuse(message: str) -> None:
+    """A bad setting: SettingError in a program that imports rqfast; in the `rqfast` command, whose import
+    of rqfast it stops before click runs (--help included), the one line `Error: <message>` and status 1."""
+    if _running_the_cli():
+        raise SystemExit(f'Error: {message}')
+    raise SettingError(message)
+
+
+def _unbraced(prefix: str) -> str:
+    return prefix.replace('{', '').replace('}', '') or 'rq'
+
+
 # RQ 3.0's key prefix: read from the environment once, at import, as RQ 3.0 does; every key and pub/sub
 # channel name (rqfast.keys, the Lua scripts' K table) starts with it and a colon.
 RQ_KEY_PREFIX = os.environ.get('RQ_KEY_PREFIX', 'rq')
 _KEY_PREFIX_CHARS = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:{}-')
 if not RQ_KEY_PREFIX or not _KEY_PREFIX_CHARS.issuperset(RQ_KEY_PREFIX):  # RQ 3.0's rule: it is spliced into templates
-    raise ValueError(f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r}: only letters, digits, and _ . : - {{ }} are allowed')
+    _refuse(
+        f'Invalid RQ_KEY_PREFIX {RQ_KEY_PREFIX!r} in the environment: only letters, digits, and _ . : - {{ }} '
+        'are allowed (unset it for the default, rq)'
+    )
 
 # Redis Cluster (docs/connections.md): RQFAST_SHARDING=queue makes each queue a keyspace of its own,
 # `{<RQ_KEY_PREFIX>:<queue>}` (rqfast.keys), so the queues spread over the cluster's masters.
 RQFAST_SHARDING = os.environ.get('RQFAST_SHARDING', '').strip().lower()
 if RQFAST_SHARDING not in ('', 'none', 'queue'):
-    raise ValueError(
-        f'RQFAST_SHARDING={RQFAST_SHARDING!r}: unset, "none" or "queue" (docs/connections.md, Redis Cluster)'
+    _refuse(
+        f'RQFAST_SHARDING={RQFAST_SHARDING!r} in the environment: set it to "queue" (a keyspace per queue) '
+        'or unset it (or "none"): docs/connections.md, Redis Cluster'
     )
 if RQFAST_SHARDING == 'queue' and ('{' in RQ_KEY_PREFIX or '}' in RQ_KEY_PREFIX):
-    raise ValueError(
-        f'RQFAST_SHARDING=queue puts each queue under a hash tag of its own, {{{RQ_KEY_PREFIX}:<queue>}}: '
-        f'RQ_KEY_PREFIX must have no braces (it is {RQ_KEY_PREFIX!r}; e.g. RQ_KEY_PREFIX=rq)'
+    _refuse(
+        f'RQFAST_SHARDING=queue puts each queue under a hash tag of its own, {{<prefix>:<queue>}}: '
+        f'RQ_KEY_PREFIX must have no braces (it is {RQ_KEY_PREFIX!r}): set RQ_KEY_PREFIX={_unbraced(RQ_KEY_PREFIX)} '
+        'or unset RQFAST_SHARDING (single-slot mode)'
     )
 
 # --- which RQ release's behaviour to follow where RQ 2.12 and RQ 3.0 differ
@@ -63,7 +94,10 @@ if RQFAST_SHARDING == 'queue' and ('{' in RQ_KEY_PREFIX or '}' in RQ_KEY_PREFIX)
 COMPAT_VERSIONS = ('3.0', '2.12')
 RQFAST_COMPAT = os.environ.get('RQFAST_COMPAT', '3.0').strip() or '3.0'
 if RQFAST_COMPAT not in COMPAT_VERSIONS:
-    raise ValueError(f'Invalid RQFAST_COMPAT {RQFAST_COMPAT!r}: one of {", ".join(COMPAT_VERSIONS)}')
+    _refuse(
+        f"Invalid RQFAST_COMPAT {RQFAST_COMPAT!r} in the environment: set it to 2.12 (RQ 2.12's behaviour) "
+        "or 3.0, or unset it (RQ 3.0's, the default)"
+    )
 
 
 def set_compat(version: str) -> None:

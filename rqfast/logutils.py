@@ -98,3 +98,14 @@ def _has_effective_handler(logger: logging.Logger) -> bool:
             return True
         current = current.parent
     return False
+
+
+def worker_console(level: str | int, date_format: str, log_format: str) -> None:
+    """A worker's console log: a stderr handler on logger `rqfast` (`rq` while rqfast serves `import rq`) the
+    first time, and `level` at every call (as RQ's work() applies each call's level)."""
+    logger = logging.getLogger(logger_name())
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(log_format, date_format))
+        logger.addHandler(handler)
+    logger.setLevel(level)

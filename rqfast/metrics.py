@@ -1,4 +1,4 @@
-"""Prometheus metrics (`pip install 'rqfast[metrics]'`): a worker's own endpoint, and a whole-Redis exporter.
+"""Prometheus metrics (the `metrics` extra): a worker's own endpoint, and a whole-Redis exporter.
 
 rq-exporter's names where they overlap (`rq_jobs{queue,status}`, `rq_workers{name,state,queues}`,
 `rq_workers_success_total`, `rq_workers_failed_total`, `rq_workers_working_time_total`), so its
@@ -15,6 +15,7 @@ new jobs to sample.
 
 from __future__ import annotations
 
+import pathlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,27 @@ if TYPE_CHECKING:
     from .job import Job
     from .worker import BaseWorker
 
-MISSING = "rqfast's metrics need prometheus_client: pip install 'rqfast[metrics]'"
+
+def install_hint() -> str:
+    """How to add the metrics extra, fitting how rqfast was installed: from a source checkout (an editable
+    install, or the checkout on sys.path) `pip install -e '<checkout>[metrics]'`, else the package's extra."""
+    package = pathlib.Path(__file__).resolve().parent
+    checkout = package.parent
+    setup_cfg = checkout / 'setup.cfg'
+    if setup_cfg.is_file() and 'name = rqfast' in setup_cfg.read_text(errors='replace'):
+        where = '.' if pathlib.Path.cwd().resolve() == checkout else str(checkout)
+        return f"pip install -e '{where}[metrics]'"
+    return "pip install 'rqfast[metrics]'"
+
+
+def missing() -> str:
+    return f"rqfast's metrics need prometheus_client: {install_hint()} (or pip install prometheus_client)"
+
+
+def metrics_url(host: str, port: int) -> str:
+    """Where a metrics endpoint bound to host:port is read (an IPv6 address in brackets)."""
+    return f'http://[{host}]:{port}/metrics' if ':' in host else f'http://{host}:{port}/metrics'
+
 
 # rq-exporter's statuses (rq_jobs{status}): how each is counted, from the queue's list or a registry
 JOB_COUNTS: list[tuple[str, Callable[[str], str]]] = [
@@ -61,7 +82,7 @@ def prometheus() -> Any:
     try:
         import prometheus_client.core  # optional: imported only when metrics are asked for (.core: the families)
     except ImportError as exc:
-        raise MetricsUnavailable(MISSING) from exc
+        raise MetricsUnavailable(missing()) from exc
     return prometheus_client
 
 
@@ -248,9 +269,18 @@ def exporter_registry(connection: Redis) -> Any:
     return registry
 
 
-def serve_forever(connection: Redis, port: int, host: str = '127.0.0.1', stop: threading.Event | None = None) -> None:
-    """`rqfast metrics`: serve the exporter until interrupted (or `stop` is set)."""
+def serve_forever(
+    connection: Redis,
+    port: int,
+    host: str = '127.0.0.1',
+    stop: threading.Event | None = None,
+    on_listening: Callable[[str], object] | None = None,
+) -> None:
+    """`rqfast metrics`: serve the exporter until interrupted (or `stop` is set); `on_listening(url)` once
+    it listens (port 0: the port the system gave)."""
     server = serve(exporter_registry(connection), port, host)
+    if on_listening is not None:
+        on_listening(metrics_url(host, server.server_address[1]))
     stop = stop or threading.Event()
     try:
         while not stop.wait(1):  # (a timed wait: Ctrl+C gets through)

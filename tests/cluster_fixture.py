@@ -7,7 +7,6 @@ Run it alone to keep one up by hand: `python -m tests.cluster_fixture [--replica
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.redis_servers import free_port, server
+from tests.redis_servers import cli_binary, free_port, server
 
 
 def _ping(port: int) -> None:
@@ -45,9 +44,7 @@ def _node(workdir: Path, port: int) -> Iterator[None]:
 def local_cluster(workdir: Path, masters: int = 3, replicas: int = 0) -> Iterator[list[int]]:
     """The ports of a ready `masters`-master cluster (`replicas` replicas of each), running until the
     block ends: the masters' first (as `redis-cli --cluster create` assigns them), then the replicas'."""
-    cli = shutil.which('redis-cli')
-    if cli is None:
-        raise RuntimeError('redis-cli is not on PATH (apt-get install -y redis-tools)')
+    cli = cli_binary()
     workdir.mkdir(parents=True, exist_ok=True)
     ports: list[int] = []
     with ExitStack() as stack:

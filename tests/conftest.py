@@ -22,6 +22,14 @@ import fakeredis
 import pytest
 import redis
 
+try:
+    import redis_servers
+    import subsets
+except ImportError:  # tests/ as a package
+    from tests import redis_servers, subsets  # type: ignore[no-redef]
+
+HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
 # Files of slow trials (minutes between them): run after the rest, in their own order.
 SLOW_LAST = (
     'chaos/',
@@ -33,16 +41,60 @@ SLOW_LAST = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow trials go last (a stable sort: each part keeps its order)."""
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+def _relative(path: object) -> str:
+    """A path under tests/, with /."""
+    text = str(path)
+    return text[len(HERE) :].replace(os.sep, '/') if text.startswith(HERE) else text
 
-    def slow(item: pytest.Item) -> bool:
-        path = str(item.path)
-        relative = path[len(here) :].replace(os.sep, '/') if path.startswith(here) else path
-        return relative.startswith(SLOW_LAST)
 
-    items.sort(key=slow)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        '--subset',
+        choices=sorted(subsets.SUBSETS),
+        help='run only a named subset of the tests (tests/subsets.py): quick is a first try',
+    )
+
+
+def pytest_ignore_collect(collection_path: os.PathLike[str], config: pytest.Config) -> bool | None:
+    """With --subset, the test files it does not list are not even imported."""
+    name = config.getoption('subset')
+    path = os.fspath(collection_path)
+    if not name or not path.endswith('.py') or not os.path.basename(path).startswith('test_'):
+        return None
+    return True if not subsets.selects(name, _relative(path)) else None
+
+
+# Left out of a run of the whole tests/ without -m (setup.cfg says why; CI runs them apart): a test marked
+# `trial` (a long trial: the chaos suite, the fleets) or `quiet` (it measures time itself).
+APART = ('trial', 'quiet')
+
+
+def _left_out(config: pytest.Config, item: pytest.Item) -> bool:
+    name = config.getoption('subset')
+    if name and not subsets.selects(name, _relative(item.path), item.nodeid):
+        return True
+    whole_run = config.args_source is pytest.Config.ArgsSource.TESTPATHS and not config.getoption('markexpr')
+    return whole_run and any(item.get_closest_marker(mark) for mark in APART)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--subset's choice, and what a whole run leaves out; then the slow trials go last (a stable sort)."""
+    dropped = [item for item in items if _left_out(config, item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        kept = set(map(id, items)) - set(map(id, dropped))
+        items[:] = [item for item in items if id(item) in kept]
+    items.sort(key=lambda item: _relative(item.path).startswith(SLOW_LAST))
+
+
+def pytest_report_header() -> list[str]:
+    """Which server binary and redis-py the run uses (the CI matrix varies both)."""
+    try:
+        binary = redis_servers.binary()
+        version = subprocess.run([binary, '--version'], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        binary, version = '?', str(exc)
+    return [f'server: {binary}: {version}', f'redis-py {redis.__version__}']
 
 
 def _free_port() -> int:
@@ -58,9 +110,10 @@ def redis_url() -> Iterator[str]:
     if url:
         yield url
         return
-    binary = shutil.which('redis-server')
-    if binary is None:
-        pytest.exit('redis-server is not on PATH (apt-get install -y redis-server)', returncode=3)
+    try:
+        binary = redis_servers.binary()  # redis-server, or $RQFAST_TEST_REDIS_SERVER
+    except RuntimeError as exc:
+        pytest.exit(str(exc), returncode=3)
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix='rqfast-redis-')
     proc = subprocess.Popen(

@@ -25,10 +25,15 @@ from typing import Any
 import redis
 import rq.command
 
+try:
+    import redis_servers
+except ImportError:  # tests/ as a package
+    from tests import redis_servers  # type: ignore[no-redef]
+
 HELPER = Path(__file__).with_name('worker_process.py')
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = 'condition', step: float = 0.02) -> Any:
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = 'condition', step: float = 0.02) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -76,7 +81,7 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def wait_registered(self, conn: redis.Redis, timeout: float = 10.0) -> None:
+    def wait_registered(self, conn: redis.Redis, timeout: float = 30.0) -> None:
         """Until the worker has registered (its hash has a state)."""
         wait_until(
             lambda: conn.hget(self.key, 'state') in (b'idle', b'busy', b'suspended'),
@@ -84,7 +89,7 @@ class WorkerProcess:
             f'worker {self.name} to start; log:\n{self.log()}',
         )
 
-    def wait(self, timeout: float = 10.0) -> int:
+    def wait(self, timeout: float = 30.0) -> int:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -116,8 +121,7 @@ class KillableRedis:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        binary = shutil.which('redis-server') or 'redis-server'
-        args = [binary, '--port', str(self.port), '--bind', '127.0.0.1', '--save', '']
+        args = [redis_servers.binary(), '--port', str(self.port), '--bind', '127.0.0.1', '--save', '']
         args += ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', self.dir]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url)

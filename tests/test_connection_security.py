@@ -247,8 +247,9 @@ def sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     )
     sentinel_client = redis.Redis(host='127.0.0.1', port=sentinel_port)
 
-    def sentinel_ready() -> None:
-        assert sentinel_client.sentinel_get_master_addr_by_name('mymaster')[1] == master_port
+    def sentinel_ready() -> None:  # (the raw command: redis-py 5.0's sentinel_get_master_addr_by_name fails)
+        address = sentinel_client.execute_command('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster')
+        assert int(address[1]) == master_port
 
     with servers.server(workdir / 'master', master_args, master.ping, 'master'):
         with servers.server(workdir, [str(conf), '--sentinel'], sentinel_ready, 'sentinel'):

@@ -33,7 +33,7 @@ from rqfast.defaults import CRON_RUN_TOLERANCE
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SECONDS = float(os.environ.get('RQFAST_CRON_FLEET_SECONDS', '24'))  # longer runs: set it (e.g. 300)
 
-pytestmark = pytest.mark.timeout(SECONDS + 90)
+pytestmark = [pytest.mark.timeout(SECONDS + 90), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 # description -> ('interval', seconds) or ('cron', period in seconds); see FLEET_JOBS
 SCHEDULES = {
     "tests.jobs.say_hello('every 1s')": ('interval', 1),

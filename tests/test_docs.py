@@ -21,6 +21,15 @@ def test_the_readme_is_short_and_keeps_the_set_up_commands() -> None:
     assert 'python -m pip install . && python examples/quickstart.py' in text
 
 
+def test_the_readme_starts_with_the_quickstart_and_says_how_long_the_tests_take() -> None:
+    lines = README.read_text().splitlines()
+    assert '## Quickstart' in lines[:30], 'the Quickstart must be on the first screen'
+    text = '\n'.join(lines)
+    assert 'python -m pytest --subset quick' in text  # a first try, named
+    assert re.search(r'A first try, about \d+ (s|min)', text) and re.search(r'Everything, about \d+ min', text)
+    assert 'docs/compatibility.md' in text
+
+
 def test_every_relative_link_of_the_readme_exists() -> None:
     targets = re.findall(r'\]\(([^)\s]+)\)', README.read_text())
     relative = [t for t in targets if not re.match(r'[a-z]+://', t) and not t.startswith('#')]

@@ -17,7 +17,7 @@ import redis
 from click.testing import CliRunner
 
 import rqfast
-from rqfast import keys
+from rqfast import keys, metrics
 from rqfast.cli import main
 from rqfast.worker import SimpleWorker
 
@@ -201,25 +201,45 @@ def test_metrics_port_without_prometheus_client_names_the_extra(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, 'prometheus_client', None)  # as if not installed
+    # these tests run rqfast from its checkout (an editable install): the hint is the checkout's extra
+    # (.ci/run checks the installed wheel's: pip install 'rqfast[metrics]')
+    assert metrics.install_hint() in (f"pip install -e '{ROOT}[metrics]'", "pip install -e '.[metrics]'")
+    monkeypatch.chdir(ROOT)
+    assert metrics.install_hint() == "pip install -e '.[metrics]'"
     result = CliRunner().invoke(main, ['worker', 'q', '-u', redis_url, '--metrics-port', str(free_port()), '-b'])
     assert result.exit_code == 1
-    assert "pip install 'rqfast[metrics]'" in result.output
+    assert "pip install -e '.[metrics]'" in result.output
     result = CliRunner().invoke(main, ['metrics', '-u', redis_url])
     assert result.exit_code == 1
-    assert "pip install 'rqfast[metrics]'" in result.output
+    assert "pip install -e '.[metrics]'" in result.output
+
+
+def test_worker_logs_where_it_serves_metrics(redis_url: str) -> None:
+    command = [sys.executable, '-m', 'rqfast.cli', 'worker', 'q', '-u', redis_url, '--metrics-port', '0', '--burst']
+    out = subprocess.run(command, env={**os.environ, 'PYTHONPATH': ROOT}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    [line] = [line for line in out.stderr.splitlines() if 'metrics' in line]
+    port = int(line.rsplit(':', 1)[1].split('/')[0])  # port 0: the one the system gave
+    assert line.endswith(f'serving Prometheus metrics at http://127.0.0.1:{port}/metrics') and port > 0, line
 
 
 def test_metrics_command_serves_the_exporter(redis_url: str, redis_conn: redis.Redis) -> None:
     rqfast.Queue('q', connection=redis_conn).enqueue(jobs.noop)
     port = free_port()
     command = [sys.executable, '-m', 'rqfast.cli', 'metrics', '-u', redis_url, '--port', str(port)]
-    proc = subprocess.Popen(command + ['--host', '127.0.0.1'], env={**os.environ, 'PYTHONPATH': ROOT})
+    env = {**os.environ, 'PYTHONPATH': ROOT}
+    proc = subprocess.Popen(command + ['--host', '127.0.0.1'], env=env, stdout=subprocess.PIPE, text=True)
     try:
         samples = wait_until(lambda: _try_scrape(port), 20, 'rqfast metrics')
         assert value(samples, 'rq_jobs', queue='q', status='queued') == 1
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(20)
+        proc.send_signal(signal.SIGTERM)  # as a supervisor stops it: status 0, and it says so
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0, out
+    assert out.splitlines() == [
+        f'Serving metrics at http://127.0.0.1:{port}/metrics',
+        'Stopped serving metrics (SIGTERM)',
+    ]
 
 
 def test_exporter_leaves_out_a_worker_hash_it_cannot_read(redis_conn: redis.Redis) -> None:

@@ -18,7 +18,7 @@ from tests import jobs
 from tests.fleet import WorkerProcess, shut_down, wait_until
 from tests.test_rate_window import most_in_a_window, started_at
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 
 
 def test_200_jobs_at_10_per_second_on_three_workers(redis_url: str, redis_conn: redis.Redis, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ try:
 except ImportError:  # tests/ became a package
     from tests import worker_jobs  # type: ignore[no-redef]
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 
 HELPER = Path(__file__).with_name('worker_process.py')
 TOTAL, FAILING, PAIRS = 2000, 100, 50

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import click
+import platform
 
-from .. import keys
+import click
+import redis
+
+from .. import defaults, keys
 from ..defaults import RQ_KEY_PREFIX
-from ..version import VERSION
+from ..version import RQ_API_VERSIONS, VERSION
 from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
@@ -27,8 +30,33 @@ from .workers import worker
 SHARDED_COMMANDS = frozenset({'worker', 'worker-pool', 'enqueue', 'empty', 'suspend', 'resume', 'dashboard'})
 
 
+def version_text() -> str:
+    """`rqfast --version`: rqfast's version, the RQ APIs it serves and the one this process follows."""
+    default, *others = RQ_API_VERSIONS
+    switch = ', '.join(f'RQ {v} with RQFAST_COMPAT={v}' for v in others)
+    return (
+        f'rqfast {VERSION}\n'
+        f'RQ API and Redis layout: RQ {default} (the default); {switch}; '
+        f'this process follows RQ {defaults.RQFAST_COMPAT}\n'
+        f'Python {platform.python_version()}, redis-py {redis.__version__}'
+    )
+
+
+def show_version(context: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not context.resilient_parsing:
+        click.echo(version_text())
+        context.exit()
+
+
 @click.group()
-@click.version_option(VERSION, prog_name='rqfast')
+@click.option(
+    '--version',
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=show_version,
+    help="Show rqfast's version and the RQ versions it serves, and exit.",
+)
 @click.pass_context
 def main(context: click.Context) -> None:
     """rqfast command line tool (RQ's `rq`, for rqfast)."""

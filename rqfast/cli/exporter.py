@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 import click
@@ -25,10 +27,24 @@ def metrics(**options: Any) -> None:
     prepend_paths(options['path'])
     settings = read_settings(options['config'])
     connection = connect(options['url'], options['config'], settings, connection_class(options['connection_class']))
-    click.echo(f'Serving metrics at http://{options["host"]}:{options["port"]}/metrics')
+    stop = threading.Event()
+    stopped_by: list[str] = []
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        stopped_by.append('SIGTERM')
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)  # a stop as Ctrl+C's: status 0 and a message
     try:
-        serve_forever(connection, options['port'], options['host'])
+        serve_forever(connection, options['port'], options['host'], stop, on_listening=announce)
     except OSError as exc:
         raise CliError(f'cannot listen on {options["host"]}:{options["port"]}: {exc}') from exc
     except KeyboardInterrupt:
-        pass
+        stopped_by.append('Ctrl+C')
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    click.echo(f'Stopped serving metrics ({stopped_by[0] if stopped_by else "stopped"})')
+
+
+def announce(url: str) -> None:
+    click.echo(f'Serving metrics at {url}')

@@ -166,6 +166,8 @@ def info(
     queues: tuple[str, ...],
 ) -> None:
     """Queues with their job counts, and workers with their state (RQ's `rq info`)."""
+    if interval is not None and interval < 0:  # (rq's own `x is not a valid float` stays click's)
+        raise click.BadParameter(f'{interval:g} is below 0: the seconds between updates', param_hint="'--interval'")
     printer: Printer = show_queues if only_queues else show_workers if only_workers else show_both
     connection = cli_config.connection
     if queues:

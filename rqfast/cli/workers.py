@@ -13,7 +13,8 @@ import click
 import redis
 
 from ..defaults import DEFAULT_JOB_MONITORING_INTERVAL, DEFAULT_RESULT_TTL, DEFAULT_WORKER_TTL
-from ..metrics import MetricsUnavailable, serve_worker
+from ..logutils import worker_console
+from ..metrics import MetricsUnavailable, metrics_url, serve_worker
 from ..suspension import is_suspended
 from ..worker import BaseWorker, DequeueStrategy
 from ..worker.base import DEFAULT_MAINTENANCE_TASK_INTERVAL
@@ -71,23 +72,25 @@ class WorkerOptions:
 @click.option('--burst', '-b', is_flag=True, help='Quit when the queues are empty.')
 @click.option('--name', '-n', help='Worker name (default: settings NAME, else a random one).')
 @click.option('--results-ttl', type=int, default=DEFAULT_RESULT_TTL, show_default=True, help='Seconds to keep results.')
-@click.option('--worker-ttl', type=int, default=DEFAULT_WORKER_TTL, show_default=True, help='Worker key TTL.')
+@click.option(
+    '--worker-ttl', type=click.IntRange(min=1), default=DEFAULT_WORKER_TTL, show_default=True, help='Worker key TTL.'
+)
 @click.option(
     '--job-monitoring-interval',
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_JOB_MONITORING_INTERVAL,
     show_default=True,
     help='Seconds between heartbeats of a running job.',
 )
 @click.option(
     '--maintenance-interval',
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_MAINTENANCE_TASK_INTERVAL,
     show_default=True,
     help='Seconds between registry cleanups.',
 )
-@click.option('--max-jobs', type=int, help='Quit after this many jobs.')
-@click.option('--max-idle-time', type=int, help='Quit after this many seconds without a job.')
+@click.option('--max-jobs', type=click.IntRange(min=0), help='Quit after this many jobs.')
+@click.option('--max-idle-time', type=click.IntRange(min=0), help='Quit after this many seconds without a job.')
 @click.option('--with-scheduler', '-s', is_flag=True, help='Also run the scheduler.')
 @click.option('--dequeue-strategy', '-ds', default='default', show_default=True, help=' | '.join(STRATEGIES))
 @click.option('--logging-level', '--logging_level', '-l', 'logging_level', help='Log level (default INFO).')
@@ -121,7 +124,7 @@ class WorkerOptions:
 @click.option(
     '--metrics-port',
     type=click.IntRange(min=0, max=65535),
-    help="Serve Prometheus metrics at http://HOST:PORT/metrics (needs pip install 'rqfast[metrics]').",
+    help='Serve Prometheus metrics at http://HOST:PORT/metrics (needs the metrics extra: prometheus_client).',
 )
 @click.option('--metrics-host', default='127.0.0.1', show_default=True, help='Address the metrics endpoint binds.')
 def worker(**options: Any) -> None:
@@ -131,7 +134,9 @@ def worker(**options: Any) -> None:
     settings = read_settings(opts.config)
     instance, work_kwargs = build_worker(opts, settings)
     if opts.metrics_port is not None:
-        serve_metrics(instance, opts.metrics_port, opts.metrics_host)
+        url = serve_metrics(instance, opts.metrics_port, opts.metrics_host)
+        worker_console(work_kwargs['logging_level'], opts.date_format, opts.log_format)
+        instance.log.info('Worker %s: serving Prometheus metrics at %s', instance.name, url)
     if opts.pid:
         write_pid(opts.pid)
     run(instance, work_kwargs)
@@ -192,10 +197,11 @@ def build_worker(opts: WorkerOptions, settings: dict[str, Any]) -> tuple[BaseWor
     return instance, work_kwargs
 
 
-def serve_metrics(instance: BaseWorker, port: int, host: str) -> None:
-    """The worker's metrics endpoint, in a daemon thread; a missing extra or a port in use is one line."""
+def serve_metrics(instance: BaseWorker, port: int, host: str) -> str:
+    """The worker's metrics endpoint, in a daemon thread (its URL); a missing extra or a port in use is one line."""
     try:
-        serve_worker(instance, port, host)
+        server = serve_worker(instance, port, host)
+        return metrics_url(host, server.server_address[1])
     except MetricsUnavailable as exc:
         raise CliError(f'--metrics-port: {exc}') from exc
     except OSError as exc:

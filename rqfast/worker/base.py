@@ -46,6 +46,7 @@ from ..defaults import (
 )
 from ..exceptions import StopRequested
 from ..job import Job
+from ..logutils import worker_console
 from ..outcome import Outcome, OutcomeKind
 from ..queue import Queue
 from ..rq_interop import is_rq_worker
@@ -246,12 +247,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         date_format: str = '%H:%M:%S',
         log_format: str = '%(asctime)s %(message)s',
     ) -> None:
-        root = logging.getLogger(logger_name())
-        if logging_level and not root.handlers:
-            handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter(log_format, date_format))
-            root.addHandler(handler)
-            root.setLevel(logging_level)
+        if logging_level:  # as RQ: a handler the first time, and each work() call's level
+            worker_console(logging_level, date_format, log_format)
         self._hash.birth_state = WorkerStatus.STARTED  # RQ's bootstrap: birth, then state=started (one call here)
         try:
             self.register_birth()

@@ -31,7 +31,7 @@ except ImportError:  # tests/ became a package
     from tests import fleet  # type: ignore[no-redef]
     from tests.chaos import soak  # type: ignore[no-redef]
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 
 RECOVERY_BOUND = 60.0  # seconds: docs/reliability.md's promise, with default settings
 
