@@ -2,7 +2,7 @@
 # `make all` is what CI checks besides: lint, format and types.
 PYTHON ?= python
 
-.PHONY: install test test-quick test-quiet trials matrix lint format mypy all bench rq-suite rq3 chaos soak docs docs-serve
+.PHONY: install test test-quick test-quiet trials matrix lint format mypy all bench rq-suite rq3 ecosystem chaos soak docs docs-serve
 
 install:
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -23,12 +23,12 @@ matrix:  # CI's compatibility matrix (docs/compatibility.md): Python 3.10-3.13, 
 	bash .ci/matrix
 
 lint:  # needs the lint extra: python -m pip install -e '.[lint]'
-	ruff check rqfast tests bench examples
-	ruff format --check rqfast tests bench examples
+	ruff check rqfast tests bench examples _rqfast_as_rq.py
+	ruff format --check rqfast tests bench examples _rqfast_as_rq.py
 
 format:
-	ruff check --fix rqfast tests bench examples
-	ruff format rqfast tests bench examples
+	ruff check --fix rqfast tests bench examples _rqfast_as_rq.py
+	ruff format rqfast tests bench examples _rqfast_as_rq.py
 
 mypy:
 	mypy
@@ -43,6 +43,9 @@ rq-suite:  # RQ 2.12.0's own test suite against rqfast, compared with tests/rq_s
 
 rq3:  # the interop tests beside rq 3.0.0, in .venv-rq3 (created on first use)
 	$(PYTHON) -m tests.rq3
+
+ecosystem:  # django-rq's, rq-dashboard's and rq-scheduler's suites, rqfast's Sentry/OpenTelemetry/Django tests
+	$(PYTHON) -m tests.ecosystem
 
 chaos:  # the chaos suite as CI runs it (bounded: a few minutes); it prints its counts at the end
 	$(PYTHON) -m pytest tests/chaos -q

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import executions  # noqa: F401  (job.get_executions() needs it loaded)
+from .as_rq import install_as_rq
 from .job import Callback, Job, Retry, cancel_job, get_current_job, requeue_job
 from .queue import Queue
 from .rate_limit import RateLimit
@@ -28,5 +29,6 @@ __all__ = [
     'Worker',
     'cancel_job',
     'get_current_job',
+    'install_as_rq',
     'requeue_job',
 ]

@@ -12,6 +12,7 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .as_rq import logger_name
 from .defaults import rq2_compat
 from .joboptions import Callback
 from .timeouts import JobTimeoutException
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ['Callback', 'execute_failure_callback', 'execute_stopped_callback', 'execute_success_callback']
 
-logger = logging.getLogger('rqfast.job')
+logger = logging.getLogger(logger_name('job'))
 
 
 def _refuse_coroutine(callback: Any, kind: str) -> None:

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from . import keys
+from .as_rq import logger_name
 from .cron_enqueue import enqueue_cron_run
 from .cron_record import SchedulerRecord, cron_job_arguments, cron_job_fields
 from .cron_slots import next_run, previous_run
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from .job import Job
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(logger_name('cron'))
 
 
 def get_cron_job_history_key(name: str) -> str:
@@ -241,7 +242,7 @@ class CronScheduler(SchedulerRecord):
         self._followed = False  # whether the last enqueue_jobs() followed another scheduler's run
         self.log: logging.Logger = logger
         if not self.log.hasHandlers():
-            setup_loghandlers(logging_level, DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=__name__)
+            setup_loghandlers(logging_level, DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=logger.name)
             self.log.propagate = False
 
     def __eq__(self, other: object) -> bool:

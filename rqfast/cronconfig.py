@@ -12,13 +12,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .as_rq import logger_name
 from .defaults import DEFAULT_RESULT_TTL
 from .imports import normalize_config_path, validate_absolute_path
 
 if TYPE_CHECKING:
     from .webhook import Webhook
 
-logger = logging.getLogger('rqfast.cron')  # register logs as the scheduler does
+logger = logging.getLogger(logger_name('cron'))  # register logs as the scheduler does
 
 
 def import_config(config_path: str, log: logging.Logger) -> None:

@@ -12,13 +12,14 @@ import logging
 from typing import Any
 
 from . import scripts
+from .as_rq import logger_name
 from .dates import now, utcformat
 from .dependencies import releasable_dependents
 from .exceptions import InvalidJobOperation
 from .job import Job
 from .queuebase import BaseQueue
 
-logger = logging.getLogger('rqfast.queue')
+logger = logging.getLogger(logger_name('queue'))
 
 
 class DependentsQueue(BaseQueue):

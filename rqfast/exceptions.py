@@ -1,67 +1,77 @@
-"""RQ's exception names, so `except rq.exceptions.X` swaps to `except rqfast.exceptions.X`."""
+"""RQ's exception names, so `except rq.exceptions.X` swaps to `except rqfast.exceptions.X`.
+
+Each of RQ's names is a subclass of rq's class of the same name once rq's module is loaded too
+(rq_interop), so `except rq.exceptions.X` in code written for rq also catches what rqfast raises.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from .rq_interop import BaseStandIn, StandIn, adopt_rq_bases
 
-class NoSuchJobError(Exception):
+
+class NoSuchJobError(StandIn):
     pass
 
 
-class NoSuchGroupError(Exception):
+class NoSuchGroupError(StandIn):
     pass
 
 
-class DeserializationError(Exception):
+class DeserializationError(StandIn):
     pass
 
 
-class InvalidJobDependency(Exception):
+class InvalidJobDependency(StandIn):
     pass
 
 
-class DuplicateJobError(Exception):
+class DuplicateJobError(StandIn):
     pass
 
 
-class InvalidJobOperationError(Exception):
+class InvalidJobOperationError(StandIn):
     pass
 
 
-class InvalidJobOperation(Exception):
+class InvalidJobOperation(StandIn):
     pass
 
 
-class DequeueTimeout(Exception):
+class DequeueTimeout(StandIn):
     pass
 
 
-class ShutDownImminentException(BaseException):
+class ShutDownImminentException(BaseStandIn):
     def __init__(self, msg: str, extra_info: dict[str, Any] | None = None) -> None:
         self.extra_info = extra_info or {}
-        super().__init__(msg)
+        BaseException.__init__(self, msg)  # not super(): rq's namesake, once adopted, requires extra_info
 
 
-class TimeoutFormatError(Exception):
+class TimeoutFormatError(StandIn):
     pass
 
 
-class AbandonedJobError(Exception):
+class AbandonedJobError(StandIn):
     pass
 
 
-class SchedulerNotFound(Exception):
+class SchedulerNotFound(StandIn):
     pass
 
 
-class DuplicateSchedulerError(Exception):
+class DuplicateSchedulerError(StandIn):
     pass
 
 
-class StopRequested(Exception):
+class StopRequested(StandIn):
     pass
 
 
 class WorkerConfigurationError(Exception):
     """A worker was given options it cannot run with (bad class path, bad URL, no queues)."""
+
+
+adopt_rq_bases(sys.modules[__name__])

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -19,9 +21,78 @@ from .outcome import Outcome, OutcomeKind
 from .status import JobStatus
 from .timeouts import BaseDeathPenalty, JobTimeoutException, NoDeathPenalty, UnixSignalDeathPenalty
 
-__all__ = ['ExceptionHandler', 'Outcome', 'fail_job', 'run_exception_handlers', 'run_job', 'run_job_async']
+__all__ = [
+    'ExceptionHandler',
+    'Outcome',
+    'RunObserver',
+    'add_run_observer',
+    'fail_job',
+    'flush_run_observers',
+    'remove_run_observer',
+    'run_exception_handlers',
+    'run_job',
+    'run_job_async',
+]
 
 ExceptionHandler = Callable[..., Any]
+
+# --- run observers: integrations that watch each run of a job in the process that runs it (a SimpleWorker's
+# thread, a horse, a spawned child), on every worker class and concurrency, without a Redis call of their own.
+# An observer is called with the job before it runs and returns a context manager that yields a function,
+# which is handed the run's outcome before the context exits (rqfast.contrib.sentry: a transaction around
+# the run, an event for a failure). `flush` is called by a horse or child before it exits (os._exit).
+
+RunObserver = Callable[[Job], AbstractContextManager[Callable[[Outcome], object]]]
+_OBSERVERS: list[RunObserver] = []
+_FLUSHES: list[Callable[[], object]] = []
+_UNOBSERVED: ContextVar[bool] = ContextVar('rqfast_unobserved_run', default=False)
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """Runs in this block are no job anyone enqueued (a horse's warm-up): the observers do not see them."""
+    token = _UNOBSERVED.set(True)
+    try:
+        yield
+    finally:
+        _UNOBSERVED.reset(token)
+
+
+def add_run_observer(observer: RunObserver, flush: Callable[[], object] | None = None) -> None:
+    """Have `observer` watch every job this process runs from now on (once, however often it is added)."""
+    if observer not in _OBSERVERS:
+        _OBSERVERS.append(observer)
+        if flush is not None:
+            _FLUSHES.append(flush)
+
+
+def remove_run_observer(observer: RunObserver, flush: Callable[[], object] | None = None) -> None:
+    if observer in _OBSERVERS:
+        _OBSERVERS.remove(observer)
+    if flush is not None and flush in _FLUSHES:
+        _FLUSHES.remove(flush)
+
+
+def flush_run_observers() -> None:
+    """What a horse or spawned child calls before it exits: the observers send what they hold."""
+    for flush in list(_FLUSHES):
+        try:
+            flush()
+        except Exception:  # an integration's flush must not change how the child ends
+            pass
+
+
+@contextmanager
+def _observing(job: Job) -> Iterator[Callable[[Outcome], Outcome]]:
+    with ExitStack() as stack:
+        ends = [stack.enter_context(observer(job)) for observer in list(_OBSERVERS)]
+
+        def ended(outcome: Outcome) -> Outcome:
+            for end in ends:
+                end(outcome)
+            return outcome
+
+        yield ended
 
 
 def run_job(
@@ -32,6 +103,19 @@ def run_job(
     clock: Callable[[], datetime] = now,
 ) -> Outcome:
     """Perform the job under its timeout and run its callbacks, as RQ's Worker.perform_job does."""
+    if _OBSERVERS and not _UNOBSERVED.get():  # (an integration watching each run: rqfast.contrib.sentry)
+        with _observing(job) as ended:
+            return ended(_traced_run(job, death_penalty_class, exception_handlers, default_timeout, clock))
+    return _traced_run(job, death_penalty_class, exception_handlers, default_timeout, clock)
+
+
+def _traced_run(
+    job: Job,
+    death_penalty_class: type[BaseDeathPenalty],
+    exception_handlers: Sequence[ExceptionHandler],
+    default_timeout: int,
+    clock: Callable[[], datetime],
+) -> Outcome:
     if tracing.active():  # (opentelemetry with a tracer provider): the run in a consumer span, child of the enqueue's
         with tracing.consumer_span(job) as span:
             return tracing.ended(
@@ -91,6 +175,15 @@ async def run_job_async(
 
     Its callbacks run on the loop's thread, where no SIGALRM can reach them: without a time limit.
     """
+    if _OBSERVERS and not _UNOBSERVED.get():
+        with _observing(job) as ended:
+            return ended(await _traced_run_async(job, exception_handlers, default_timeout, clock))
+    return await _traced_run_async(job, exception_handlers, default_timeout, clock)
+
+
+async def _traced_run_async(
+    job: Job, exception_handlers: Sequence[ExceptionHandler], default_timeout: int, clock: Callable[[], datetime]
+) -> Outcome:
     if tracing.active():
         with tracing.consumer_span(job) as span:
             return tracing.ended(span, await _run_job_async_output(job, exception_handlers, default_timeout, clock))

@@ -9,6 +9,7 @@ spawned child stays small. Pipe messages: length-prefixed pickles.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -23,10 +24,12 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from . import keys, tracing
+from .as_rq import logger_name
 from .dates import now
 from .exceptions import ShutDownImminentException
-from .execution import ExceptionHandler, fail_job, run_job
+from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job, unobserved
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
+from .jobrun import JobRun
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 from .pipes import read_message, write_message
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 
 
 def _logger() -> logging.Logger:
-    return logging.getLogger('rqfast.worker')
+    return logging.getLogger(logger_name('worker'))
 
 
 _BUILD_LOCK = threading.Lock()
@@ -170,12 +173,14 @@ def _function_of(job: Any) -> tuple[str, str]:
 
 
 def preload(module: str) -> None:
-    """Import the module the previous job needed, before this horse knows its job; failures are the job's."""
-    if module:
-        try:
-            importlib.import_module(module)
-        except BaseException:
-            pass
+    """Import the modules (comma-separated) named for this horse before it knows its job: the previous job's,
+    a spawn worker's own class (SpawnWorker._preload); failures are the job's."""
+    for name in module.split(','):
+        if name:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
 
 
 def become_horse(worker_name: str) -> None:
@@ -314,6 +319,7 @@ def serve_one_job(
         record_orphaned(connection, job, outcome, queue, execution_id, started_at, *run)
     if tracing.active():  # the horse ends with os._exit: its job's span is exported now
         tracing.flush()
+    flush_run_observers()  # and what the run observers hold (rqfast.contrib.sentry's events)
 
 
 def _vetted_job(
@@ -371,7 +377,10 @@ def warm_up(settings: HorseSettings, connection: Any) -> None:
     """
     try:
         job = _load_job(settings, connection, 'rqfast-warm-up', settings.stand_in or {}, now())
-        with tracing.paused():  # not a job anyone enqueued: no span
+        # not a job anyone enqueued: no span, nothing for run observers (Sentry) nor for a patch of Job.perform
+        # (opentelemetry-instrumentation-rq's): the job class's own perform, unpatched, for this one object
+        job.perform = functools.partial(JobRun.perform, job)
+        with tracing.paused(), unobserved():
             encode_report(run_in_horse(job, settings.death_penalty_class, (), settings.default_timeout))
     except Exception:
         pass

@@ -15,6 +15,7 @@ from typing import Any
 from . import callbacks
 from .dates import now, utcformat
 from .jobspec import JobSpec
+from .rq_interop import enter_rq_job
 from .status import JobStatus
 from .timeouts import JobTimeoutException
 
@@ -72,8 +73,11 @@ class JobRun(JobSpec):
             task = asyncio.current_task()
             assert task is not None
             handle = asyncio.get_running_loop().call_later(timeout, lambda: expired.append(task.cancel()))
+        leave_rq = None
         try:
-            self._result = await self.func(*self.args, **self.kwargs)
+            func = self.func
+            leave_rq = enter_rq_job(self)
+            self._result = await func(*self.args, **self.kwargs)
         except asyncio.CancelledError:
             if not expired:
                 raise
@@ -81,6 +85,8 @@ class JobRun(JobSpec):
         finally:
             if handle is not None:
                 handle.cancel()
+            if leave_rq is not None:
+                leave_rq()
             _current_job.reset(token)
         return self._result
 
@@ -143,9 +149,15 @@ class JobRun(JobSpec):
                 webhook.send(self, exc_string=exc_string)
 
     def _execute(self) -> Any:
-        result = self.func(*self.args, **self.kwargs)
-        if _isawaitable(result):
-            result = _asyncio().run(_await(result))
+        func = self.func  # imported first: a job module importing rq loads it before rq's current job is set
+        leave_rq = enter_rq_job(self)  # rq.get_current_job() too, where rq is loaded beside rqfast
+        try:
+            result = func(*self.args, **self.kwargs)
+            if _isawaitable(result):
+                result = _asyncio().run(_await(result))
+        finally:
+            if leave_rq is not None:
+                leave_rq()
         return result
 
 

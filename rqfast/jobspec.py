@@ -21,6 +21,7 @@ from .exceptions import DeserializationError
 from .imports import function_reference, import_attribute
 from .jobhash import JobRecord, webhook_module
 from .joboptions import Callback, Retry
+from .rq_interop import is_rq_job
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .timeouts import parse_timeout
@@ -240,7 +241,9 @@ class JobSpec(JobRecord):
         return f'<{self.__class__.__name__} {self.id}: {self.description}>'
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, self.__class__) and self.id == other.id
+        """The same id, of this class or of rq's own Job (rq installed beside rqfast: django-rq's job pages
+        compare the two); rq's Job compares only with its own class, so only this side says so."""
+        return (isinstance(other, self.__class__) or is_rq_job(other)) and self.id == getattr(other, 'id', None)
 
     def __hash__(self) -> int:
         return hash(self.id)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .as_rq import logger_name
 from .defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 
 _ESC = '\x1b['
@@ -74,10 +75,11 @@ def setup_loghandlers(
     level: int | str | None = None,
     date_format: str = DEFAULT_LOGGING_DATE_FORMAT,
     log_format: str = DEFAULT_LOGGING_FORMAT,
-    name: str = 'rqfast.worker',
+    name: str | None = None,
 ) -> None:
-    """Handlers for logger `name` unless one up its hierarchy has some; then its level, if given."""
-    logger = logging.getLogger(name)
+    """Handlers for logger `name` (the worker's: rqfast.worker, or rq.worker while rqfast serves `rq`) unless
+    one up its hierarchy has some; then its level, if given."""
+    logger = logging.getLogger(logger_name('worker') if name is None else name)
     if not _has_effective_handler(logger):
         formatter = logging.Formatter(fmt=log_format, datefmt=date_format)
         for stream, wanted in ((sys.stdout, lambda r: r.levelno < logging.ERROR), (sys.stderr, None)):
@@ -99,9 +101,9 @@ def _has_effective_handler(logger: logging.Logger) -> bool:
 
 
 def worker_console(level: str | int, date_format: str, log_format: str) -> None:
-    """A worker's console log: a stderr handler on logger `rqfast` the first time, and `level` at every
-    call (as RQ's work() applies each call's level)."""
-    logger = logging.getLogger('rqfast')
+    """A worker's console log: a stderr handler on logger `rqfast` (`rq` while rqfast serves `import rq`) the
+    first time, and `level` at every call (as RQ's work() applies each call's level)."""
+    logger = logging.getLogger(logger_name())
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter(log_format, date_format))

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import engine, keys, scripts
+from .as_rq import logger_name
 from .callbacks import execute_failure_callback
 from .dates import epoch_seconds, now
 from .defaults import FIRST_SEEN_TTL, MAINTENANCE_LOCK_TTL, STUCK_AFTER, rq2_compat
@@ -41,7 +42,7 @@ from .timeouts import BaseDeathPenalty, UnixSignalDeathPenalty
 if TYPE_CHECKING:
     from redis import Redis
 
-logger = logging.getLogger('rqfast.maintenance')
+logger = logging.getLogger(logger_name('maintenance'))
 
 # What engine.plan reads of an abandoned job; the pass returns these with each one.
 PLANNED_FIELDS = ('retries_left', 'retry_intervals', 'enqueue_at_front_on_retry', 'failure_ttl', 'ttl')

@@ -158,7 +158,7 @@ class RedisCollector:
             if record is None:
                 continue
             queues = ','.join(record.queues)
-            state.add_metric([record.name, record.state.value, queues], 1)
+            state.add_metric([record.name, record.state_text, queues], 1)
             success.add_metric([record.name, queues], record.successful_job_count)
             failed.add_metric([record.name, queues], record.failed_job_count)
             working.add_metric([record.name, queues], record.total_working_time)

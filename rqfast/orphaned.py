@@ -17,13 +17,14 @@ import time
 from datetime import datetime
 from typing import Any
 
+from .as_rq import logger_name
 from .dates import now
 from .defaults import DEFAULT_RESULT_TTL, HORSE_STANDBY
 from .outcome import Outcome
 
 
 def _logger() -> logging.Logger:
-    return logging.getLogger('rqfast.worker')
+    return logging.getLogger(logger_name('worker'))
 
 
 RECORDED = b'\x01'  # what the worker writes on a horse's job pipe once it has recorded the horse's outcome

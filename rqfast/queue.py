@@ -6,6 +6,7 @@ What a queue holds and the admin calls are in BaseQueue (queuebase.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from .joboptions import check_priority
 from .outcome import OutcomeKind
 from .rate_limit import RateLimit
 from .repeat import Repeat
+from .rq_interop import is_rq_job
 from .scriptrecords import EnqueueMode
 from .security import SIGNATURE_FIELD, sign_fields
 from .sync import perform_sync, send_sync_webhooks, sync_death_penalty
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from redis.client import Pipeline
 
 __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue']
+
+# True while enqueue_job runs _enqueue_job: the dependency check goes into that script call (see enqueue_job).
+_CHECKING_DEPENDENCIES: ContextVar[bool] = ContextVar('rqfast_checking_dependencies', default=False)
 
 
 @in_queue_keyspace('name')
@@ -113,17 +118,33 @@ class Queue(CreatingQueue):
             return self._enqueue(job, None, at_front, False, check_dependencies=True, keyed=keyed)
         return self.enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
 
+    # --- enqueue_job, setup_dependencies, _enqueue_job: RQ 3.0's path and names, which instrumentation patches
+    # (Sentry wraps enqueue_job, opentelemetry-instrumentation-rq setup_dependencies and _enqueue_job).
+    # rqfast checks dependencies inside the enqueue script, so setup_dependencies writes nothing and
+    # _enqueue_job, reached from enqueue_job, still checks them: one round trip, as before.
+
     def enqueue_job(
         self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
     ) -> Job:
         """Store and enqueue a created job (deferred when a dependency is unfinished): one round trip."""
-        return self._enqueue(job, pipeline, at_front, unique, check_dependencies=True)
+        job = self.setup_dependencies(job, pipeline=pipeline)
+        token = _CHECKING_DEPENDENCIES.set(True)
+        try:
+            return self._enqueue_job(job, pipeline=pipeline, at_front=at_front, unique=unique)
+        finally:
+            _CHECKING_DEPENDENCIES.reset(token)
+
+    def setup_dependencies(self, job: Job, pipeline: Pipeline | None = None) -> Job:
+        """RQ's step that defers a job with unfinished dependencies. rqfast's enqueue script decides that
+        atomically when it stores the job, so this writes nothing and returns the job."""
+        return job
 
     def _enqueue_job(
         self, job: Job, pipeline: Pipeline | None = None, at_front: bool = False, unique: bool = False
     ) -> Job:
-        """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry)."""
-        return self._enqueue(job, pipeline, at_front, unique, check_dependencies=False)
+        """RQ's enqueue without the dependency check: the job is queued (and leaves the deferred registry).
+        Called by enqueue_job, it checks the dependencies in the same script call (deferred if unmet)."""
+        return self._enqueue(job, pipeline, at_front, unique, check_dependencies=_CHECKING_DEPENDENCIES.get())
 
     def _enqueue(
         self,
@@ -134,6 +155,8 @@ class Queue(CreatingQueue):
         check_dependencies: bool,
         keyed: Debounce | Throttle | None = None,
     ) -> Job:
+        if is_rq_job(job):  # rq's own Job (rq beside rqfast): stored as rqfast's
+            job = self._job_from_rqs(job)
         if unique and not job.has_id:
             raise ValueError('unique=True requires an explicit job_id')
         if unique and job.depends_on_ids:
@@ -166,6 +189,14 @@ class Queue(CreatingQueue):
             return self._held_job(held)
         if not self._is_async and job.get_status(refresh=False) not in (JobStatus.DEFERRED, JobStatus.SCHEDULED):
             self.run_sync(job)
+        return job
+
+    def _job_from_rqs(self, theirs: Any) -> Job:
+        """An rqfast Job with the fields of rq's `theirs` (made by rq's create_job, as django-rq's and other
+        tools' code does), for the same id; rq's object itself is left as it was."""
+        fields = {_hash_bytes(key): _hash_bytes(value) for key, value in theirs.to_dict().items()}
+        job = self.job_class(theirs.id, connection=self.connection, serializer=theirs.serializer)
+        job.restore(fields)
         return job
 
     def _held_job(self, held: Held) -> Job:
@@ -344,6 +375,15 @@ class Queue(CreatingQueue):
             or self.redis_queue_namespace_prefix != Queue.redis_queue_namespace_prefix
         ):
             raise ValueError('rate_limit is not supported with custom job or queue key prefixes')
+
+
+def _hash_bytes(value: Any) -> bytes:
+    """A field as HSET stores it (redis-py's encoding: a str subclass such as rq's JobStatus by its text)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return str.encode(value)
+    return repr(value).encode()
 
 
 def _keyed_fields(data: EnqueueData) -> tuple[object, object]:

@@ -16,6 +16,7 @@ from .exceptions import InvalidJobOperation, NoSuchJobError
 from .imports import class_at
 from .job import Job, parse_job_id
 from .maintenance import fail_abandoned_jobs, recover_ready
+from .rq_interop import job_id_of
 from .serializers import resolve_serializer
 from .status import JobStatus
 from .text import as_text
@@ -62,7 +63,7 @@ class BaseRegistry:
         return isinstance(other, BaseRegistry) and (self.key, self.connection) == (other.key, other.connection)
 
     def __contains__(self, item: Any) -> bool:
-        job_id = item.id if isinstance(item, Job) else item
+        job_id = job_id_of(item)  # (rq's Job too)
         return self.connection.zscore(self.key, cast(str, job_id)) is not None
 
     @property
@@ -76,7 +77,7 @@ class BaseRegistry:
 
     def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
         """Add with score now + ttl (+inf for -1), as RQ's registries do."""
-        job_id = job.id if isinstance(job, Job) else job
+        job_id = job_id_of(job)
         score: float | str = ttl if ttl < 0 else epoch_seconds(now()) + ttl
         if score == -1:
             score = '+inf'
@@ -84,7 +85,7 @@ class BaseRegistry:
         return cast(int, target.zadd(self.key, {job_id: score}, xx=xx))
 
     def remove(self, job: Job | str, pipeline: Any = None, delete_job: bool = False) -> int:
-        job_id = job.id if isinstance(job, Job) else job
+        job_id = job_id_of(job)
         target = pipeline if pipeline is not None else self.connection
         removed = target.zrem(self.key, job_id)
         if delete_job:
@@ -119,7 +120,7 @@ class BaseRegistry:
         if isinstance(job_or_id, Job):
             job = job_or_id
         else:
-            job = self.job_class.fetch(job_or_id, connection=self.connection, serializer=self.serializer)
+            job = self.job_class.fetch(job_id_of(job_or_id), connection=self.connection, serializer=self.serializer)
         if self.key != keys.failed_registry_key(job.origin):
             raise InvalidJobOperation(f'Job {job.id} can only be requeued from its failed registry')
         return job.requeue(at_front=at_front)
@@ -162,7 +163,7 @@ class DeferredJobRegistry(BaseRegistry):
     key_template = keys.format_template(keys.deferred_registry_key)
 
     def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
-        job_id = job.id if isinstance(job, Job) else job
+        job_id = job_id_of(job)
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
 
@@ -188,7 +189,7 @@ class ReadyJobRegistry(BaseRegistry):
 
     def add(self, job: Job | str, ttl: int | None = None, pipeline: Any = None, xx: bool = False) -> int:
         """Scored by the time it is added, as RQ 3.0's (`ttl` is ignored there too)."""
-        job_id = job.id if isinstance(job, Job) else job
+        job_id = job_id_of(job)
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
 
@@ -236,7 +237,7 @@ class ScheduledJobRegistry(BaseRegistry):
         return self.get_expired_job_ids(timestamp)
 
     def get_scheduled_time(self, job_or_id: Job | str) -> datetime:
-        job_id = job_or_id.id if isinstance(job_or_id, Job) else job_or_id
+        job_id = job_id_of(job_or_id)
         score = self.connection.zscore(self.key, job_id)
         if not score:
             raise NoSuchJobError
@@ -250,7 +251,7 @@ class CanceledJobRegistry(BaseRegistry):
         raise NotImplementedError('canceled jobs do not expire')
 
     def add(self, job: Job | str, ttl: int = 0, pipeline: Any = None, xx: bool = False) -> int:
-        job_id = job.id if isinstance(job, Job) else job
+        job_id = job_id_of(job)
         target = pipeline if pipeline is not None else self.connection
         return cast(int, target.zadd(self.key, {job_id: epoch_seconds(now())}, xx=xx))
 
@@ -268,7 +269,7 @@ class StartedJobRegistry(BaseRegistry):
         return parse_job_id(as_text(entry))
 
     def __contains__(self, item: Any) -> bool:
-        job_id = item.id if isinstance(item, Job) else item
+        job_id = job_id_of(item)
         return job_id in self.get_job_ids(cleanup=False)
 
     def get_job_and_execution_ids(

@@ -25,6 +25,7 @@ import redis
 from redis import Redis
 
 from . import keys, scripts
+from .as_rq import logger_name
 from .backoff import Backoff
 from .dates import now, utcformat, utcparse
 from .defaults import (
@@ -40,7 +41,7 @@ from .registry import ScheduledJobRegistry
 from .serializers import resolve_serializer
 from .text import as_text
 
-logger = logging.getLogger('rqfast.scheduler')
+logger = logging.getLogger(logger_name('scheduler'))
 
 NO_RELEASE, RELEASE_LOCKS, RELEASE_ALL = 0, 1, 2  # schedule_jobs.lua's ARGV[9]
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numbers
 import signal
+import sys
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
 from .exceptions import TimeoutFormatError
+from .rq_interop import StandIn, adopt_rq_bases
 
 
-class BaseTimeoutException(Exception):
+class BaseTimeoutException(StandIn):  # rq's own BaseTimeoutException once rq is loaded too (rq_interop)
     pass
 
 
@@ -108,3 +110,6 @@ class TimerDeathPenalty(UnixSignalDeathPenalty):
 def get_default_death_penalty_class() -> type[BaseDeathPenalty]:
     """The penalty for this platform: SIGALRM where it exists (RQ picks a timer thread elsewhere)."""
     return UnixSignalDeathPenalty if hasattr(signal, 'SIGALRM') else TimerDeathPenalty
+
+
+adopt_rq_bases(sys.modules[__name__])

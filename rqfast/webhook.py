@@ -17,9 +17,11 @@ from types import ModuleType
 from typing import Any, Literal, Protocol
 from urllib.parse import urlparse
 
+from .as_rq import logger_name
+
 
 def _logger() -> logging.Logger:
-    return logging.getLogger('rqfast.webhook')
+    return logging.getLogger(logger_name('webhook'))
 
 
 def _urllib_request() -> ModuleType:

@@ -27,6 +27,7 @@ from uuid import uuid4
 
 from redis import ConnectionPool, Redis
 
+from .as_rq import logger_name
 from .connections import build_client, parse_connection
 from .defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from .job import Job
@@ -77,8 +78,8 @@ class WorkerPool:
             raise ValueError(f'num_workers must be a positive integer, got {num_workers!r}')
         self.num_workers = num_workers
         self._workers: list[BaseWorker] = []  # RQ's attribute (unused there too): the workers live in processes
-        setup_loghandlers('INFO', DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=__name__)
-        self.log = logging.getLogger(__name__)
+        self.log = logging.getLogger(logger_name('worker_pool'))
+        setup_loghandlers('INFO', DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=self.log.name)
         self._queue_names = [_queue_name(queue) for queue in queues]
         self.connection = connection
         self.name = uuid4().hex
@@ -204,7 +205,7 @@ class WorkerPool:
     def start(self, burst: bool = False, logging_level: str = 'INFO') -> None:
         """Run the pool until it is stopped (a signal), or in burst mode until its workers have ended."""
         self._burst, self._logging_level = burst, logging_level
-        setup_loghandlers(logging_level, DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=__name__)
+        setup_loghandlers(logging_level, DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT, name=self.log.name)
         self.log.info('Starting worker pool %s with pid %d...', self.name, os.getpid())
         self.status = self.Status.STARTED
         self._install_signal_handlers()  # first: a signal while the workers start stops them too

@@ -51,6 +51,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             'pipes',
             'tracing',
             'capture',
+            'as_rq',
+            'rq_interop',
         ],
     ),
     (
@@ -76,7 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
     ('runners', ['maintenance', 'sync', 'orphaned', 'horse']),
     ('registry', ['registry', 'executions', 'scheduler']),
-    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators']),
+    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators', 'contrib.sentry']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
@@ -97,6 +99,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 # the base classes rqfast.utils' import_*_class check against (RQ's rq.utils, which a job may import).
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
+    ('rqfast.as_rq', 'site'): (1, _CHILD + 'runs without `site` (-S): only `rqfast doctor` reads its folders'),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
@@ -287,13 +290,18 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def layer_of(module: str) -> int:
-    """The index in LAYERS of a module; KeyError for a module the table does not place."""
+    """The index in LAYERS of a module (the longest entry naming it: 'contrib.sentry' before 'contrib');
+    KeyError for a module the table does not place."""
     relative = module[len(PACKAGE) + 1 :] if module != PACKAGE else PACKAGE
-    for index, (_, names) in enumerate(LAYERS):
-        for entry in names:
-            if relative == entry or relative.startswith(entry + '.'):
-                return index
-    raise KeyError(module)
+    matches = [
+        (len(entry), index)
+        for index, (_, names) in enumerate(LAYERS)
+        for entry in names
+        if relative == entry or relative.startswith(entry + '.')
+    ]
+    if not matches:
+        raise KeyError(module)
+    return max(matches)[1]
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:

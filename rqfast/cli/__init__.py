@@ -14,6 +14,7 @@ from .admin import empty, pause, requeue, resume, suspend, unpause
 from .alive import worker_alive
 from .cli_cron import cron
 from .dashboard import dashboard
+from .doctor import doctor
 from .enqueue import enqueue
 from .errors import CliError
 from .event_stream import events
@@ -83,8 +84,9 @@ for command in (
     worker_alive,
     events,
     rate_limits,
+    doctor,
     dashboard,
 ):
     main.add_command(command)
 
-__all__ = ['cron', 'enqueue', 'events', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']
+__all__ = ['cron', 'doctor', 'enqueue', 'events', 'info', 'main', 'metrics', 'worker', 'worker_alive', 'worker_pool']

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ..as_rq import logger_name
 from ..cron import CronScheduler
 from .config import CliConfig, pass_cli_config
 from .errors import CliError
@@ -37,7 +38,7 @@ def cron(cli_config: CliConfig, logging_level: str, config_path: str) -> None:
     dict_config = settings.get('DICT_CONFIG')
     if dict_config:
         logging.config.dictConfig(dict_config)
-        logging.getLogger('rqfast.cron').info('Logging configured via DICT_CONFIG setting.')
+        logging.getLogger(logger_name('cron')).info('Logging configured via DICT_CONFIG setting.')
     try:
         scheduler = CronScheduler(connection=cli_config.connection, logging_level=logging_level)
         try:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..as_rq import logger_name
 from ..defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from ..logutils import setup_loghandlers
 from ..worker_pool import WorkerPool
@@ -53,7 +54,7 @@ def worker_pool(**options: Any) -> None:
     if settings.get('DICT_CONFIG'):
         logging.config.dictConfig(settings['DICT_CONFIG'])
     # the workers are forked from this process: they log through these handlers
-    setup_loghandlers(level, date_format=options['date_format'], log_format=options['log_format'], name='rqfast')
+    setup_loghandlers(level, date_format=options['date_format'], log_format=options['log_format'], name=logger_name())
     pool = WorkerPool(
         queue_names,
         connection=connection,

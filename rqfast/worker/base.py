@@ -34,6 +34,7 @@ import redis
 from redis import Redis
 
 from .. import engine, keys
+from ..as_rq import logger_name
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
     DEFAULT_RESULT_TTL,
@@ -48,6 +49,7 @@ from ..job import Job
 from ..logutils import worker_console
 from ..outcome import Outcome, OutcomeKind
 from ..queue import Queue
+from ..rq_interop import is_rq_worker
 from ..security import JobPolicy
 from ..serializers import resolve_serializer, serializer_path
 from ..status import WorkerStatus
@@ -82,7 +84,7 @@ from .stopping import signal_name as signal_name
 from .upkeep import Duties, heartbeat_interval
 from .workerhash import WorkerHash
 
-logger = logging.getLogger('rqfast.worker')
+logger = logging.getLogger(logger_name('worker'))
 
 DEFAULT_MAINTENANCE_TASK_INTERVAL = MAINTENANCE_INTERVAL  # RQ's is 600; abandoned jobs are found within a minute
 
@@ -150,7 +152,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         self._exc_handlers: list[Callable[..., Any]] = []
         for handler in handler_list(exception_handlers):
             self.push_exc_handler(handler)
-        self.log = logger
+        self.log = logging.getLogger(logger_name('worker'))  # rq.worker while rqfast serves `rq`
         self.pid = os.getpid()
         self.hostname = socket.gethostname()
         self.ip_address = workerhash.client_address(connection, self.name) if prepare_for_work else 'unknown'
@@ -229,7 +231,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         return keyspaces.beat(self._hash, self.queue_names(), in_flight, started, self.worker_ttl, interval, grace)
 
     def get_state(self) -> str:
-        return self._recorder.state.value
+        state = self._recorder.state
+        return str(getattr(state, 'value', state))  # ('?' read back from a hash without one)
 
     def set_state(self, state: WorkerStatus | str) -> None:
         self._recorder.set_state(WorkerStatus(state))
@@ -246,7 +249,11 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     ) -> None:
         if logging_level:  # as RQ: a handler the first time, and each work() call's level
             worker_console(logging_level, date_format, log_format)
-        self.register_birth()
+        self._hash.birth_state = WorkerStatus.STARTED  # RQ's bootstrap: birth, then state=started (one call here)
+        try:
+            self.register_birth()
+        finally:
+            self._hash.birth_state = None
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
         every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)
@@ -319,7 +326,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         return loop
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, BaseWorker) and self.name == other.name
+        """The same name, of rqfast's workers or rq's own (rq installed beside rqfast)."""
+        return (isinstance(other, BaseWorker) or is_rq_worker(other)) and self.name == getattr(other, 'name', None)
 
     def __hash__(self) -> int:
         return hash(self.name)

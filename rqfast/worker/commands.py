@@ -18,11 +18,12 @@ from redis import Redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
 
+from ..as_rq import logger_name
 from ..backoff import Backoff
 from ..cluster import is_cluster, node_client
 from ..connections import has_sockets, pool_like
 
-logger = logging.getLogger('rqfast.worker')
+logger = logging.getLogger(logger_name('worker'))
 
 LISTEN_WAKEUP = 5.0  # seconds a read on the channel waits before the thread looks whether it was stopped
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import horse
+from ..as_rq import logger_name
 from .breeder import Breeder, BreederError
 
-logger = logging.getLogger('rqfast.worker')
+logger = logging.getLogger(logger_name('worker'))
 
 
 @dataclass

@@ -53,7 +53,7 @@ class Recorder:
         self.joblog = joblog
         self.in_flight: dict[str, engine.Claim] = {}  # by job id: the heartbeat keeps these alive
         self.held: dict[str, Execution] = {}  # executions made by hand (RQ's prepare_execution, worker.execution)
-        self.state = WorkerStatus.STARTED
+        self.state: WorkerStatus | str = WorkerStatus.STARTED  # ('?' read back from a hash without one)
         self.webhooks: WebhookSender | None = None  # started with the first webhook to send
         self.busy_since: float | None = None  # monotonic: since when a job has been in hand (the heartbeat's)
         self._line: Any = None  # the claim and finish calls' own connection (line())
@@ -61,11 +61,12 @@ class Recorder:
 
     # --- the state and the jobs held
 
-    def set_state(self, state: WorkerStatus, write: bool = True) -> None:
-        """The worker's state; written into its hash unless not `write` (a state read back from it)."""
+    def set_state(self, state: WorkerStatus | str, write: bool = True) -> None:
+        """The worker's state; written into its hash unless not `write` (a state read back from it, '?' for
+        a hash without one)."""
         self.state = state
         if write:
-            self.hash.write_state(state)
+            self.hash.write_state(WorkerStatus(state))
 
     def hold(self, claim: engine.Claim, busy: bool = True) -> None:
         """A claimed job is the worker's to run (and to keep alive) until its end is recorded; the worker is

@@ -286,10 +286,10 @@ class RQWorkerAPI(WorkerAttributes):
                 raise StopRequested()
             if before is None:
                 self.log.info('Worker %s: suspended, run `rqfast resume` to resume', self.name)
-                before = self._recorder.state.value
+                before = str(getattr(self._recorder.state, 'value', self._recorder.state))
                 self.set_state(WorkerStatus.SUSPENDED)
             time.sleep(1)
-        if before is not None:
+        if before is not None and before in WorkerStatus._value2member_map_:
             self.set_state(before)
 
     def reorder_queues(self, reference_queue: Any) -> None:

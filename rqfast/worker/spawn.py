@@ -93,7 +93,16 @@ serve_spawned_job(worker, attributes, {job_fd}, {report_fd})
 """
 
 # Import hooks that come with Python, or that only matter to `import distutils` (setuptools' shim).
-_STANDARD_HOOK_MODULES = {'_frozen_importlib', '_frozen_importlib_external', 'zipimport', '_distutils_hack'}
+# rqfast's own finders are no reason to run `site` in a child: it installs its own (RQFAST_AS_RQ from the
+# environment, rq_interop's watcher when rq is installed) when it imports rqfast's modules.
+_STANDARD_HOOK_MODULES = {
+    '_frozen_importlib',
+    '_frozen_importlib_external',
+    'zipimport',
+    '_distutils_hack',
+    '_rqfast_as_rq',
+    'rqfast.rq_interop',
+}
 
 
 def site_replay() -> str:
@@ -110,6 +119,13 @@ class SpawnWorker(Worker):
 
     # A child imports only what its own job needs (set True to let it import the last job's module early).
     preload_job_module = False
+
+    def _preload(self) -> str:
+        """Also the module of a worker class of the app's own, which RQ 3.0's child imports too (unpickling the
+        worker): where an app sets up what every child needs, Sentry's client for one (rqfast.contrib.sentry)."""
+        module = type(self).__module__
+        own = '' if module.startswith(('rqfast.', 'rq.')) or module == '__main__' else module
+        return ','.join(name for name in (super()._preload(), own) if name)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

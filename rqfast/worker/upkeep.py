@@ -17,13 +17,14 @@ from typing import Any
 from redis import Redis
 
 from .. import keys
+from ..as_rq import logger_name
 from ..dates import now
 from ..defaults import RECOVERY_INTERVAL
 from ..group import clean_groups_once
 from ..maintenance import clean_registries, pass_group_lock_ttl, recover_abandoned
 from ..scheduler import RQScheduler
 
-logger = logging.getLogger('rqfast.worker')
+logger = logging.getLogger(logger_name('worker'))
 
 
 def heartbeat_interval(job_monitoring_interval: int, worker_ttl: int) -> float:

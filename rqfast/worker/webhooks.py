@@ -19,13 +19,14 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..as_rq import logger_name
 from ..defaults import WEBHOOK_QUEUE_SIZE
 from ..engine import Plan
 from ..outcome import Outcome, OutcomeKind
 from ..status import JobStatus
 from ..webhook import Webhook
 
-logger = logging.getLogger('rqfast.webhook')
+logger = logging.getLogger(logger_name('webhook'))
 
 
 @dataclass(frozen=True)

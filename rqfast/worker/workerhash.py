@@ -31,7 +31,7 @@ class WorkerRecord:
 
     name: str
     queues: list[str] = field(default_factory=list)
-    state: WorkerStatus = WorkerStatus.STARTED
+    state: WorkerStatus | str = WorkerStatus.STARTED  # '?' when the hash has none (RQ's reader says so)
     birth: datetime | None = None
     last_heartbeat: datetime | None = None
     pid: int = 0
@@ -44,6 +44,11 @@ class WorkerRecord:
     total_working_time: float = 0.0
     current_job_working_time: float = 0.0
     current_job: str | None = None
+
+    @property
+    def state_text(self) -> str:
+        """The state as its hash has it ('?' for none)."""
+        return str(getattr(self.state, 'value', self.state))
 
 
 # --- writes
@@ -73,16 +78,19 @@ def client_address(connection: Redis, name: str) -> str:
 
 
 def write_birth(
-    connection: Redis, name: str, ttl: int, moment: datetime, queues: list[str], about: dict[str, Any]
+    connection: Redis,
+    name: str,
+    ttl: int,
+    moment: datetime,
+    queues: list[str],
+    about: dict[str, Any],
+    state: WorkerStatus | None = None,
 ) -> None:
-    """Create the hash (birth, queues, state and `about`: pid, hostname...); ValueError if the name is taken."""
-    fields = {
-        'birth': utcformat(moment),
-        'last_heartbeat': utcformat(moment),
-        'queues': ','.join(queues),
-        **about,
-        'state': WorkerStatus.STARTED.value,
-    }
+    """Create the hash (birth, queues and `about`: pid, hostname...; `state` when given: RQ writes none at
+    birth, its loop sets `started` next); ValueError if the name is taken."""
+    fields = {'birth': utcformat(moment), 'last_heartbeat': utcformat(moment), 'queues': ','.join(queues), **about}
+    if state is not None:
+        fields['state'] = state.value
     if not workerscripts.register_worker(connection, name, 'birth', ttl, utcformat(moment), queues, fields):
         raise ValueError(f'There exists an active worker named {name!r} already')
 
@@ -156,13 +164,19 @@ def read(connection: Redis, worker_key: str, forget_if_gone: bool = True) -> Wor
     return parse(worker_key, raw)
 
 
+def _state(stored: str | None) -> WorkerStatus | str:
+    """A worker hash's `state`; '?' for none, as RQ's reader (a worker registered by hand: RQ 3.0 writes none at
+    birth). A state no RQ writes is a ValueError, as before (the exporter leaves such a hash out)."""
+    return WorkerStatus(stored) if stored else '?'
+
+
 def parse(worker_key: str, raw: dict[Any, Any]) -> WorkerRecord:
     """The worker from its hash as HGETALL returns it (read's, and the metrics collector's pipelined reads)."""
     fields = {as_text(k): as_text(v) for k, v in raw.items()}
     return WorkerRecord(
         name=worker_key[len(keys.WORKER_PREFIX) :],
         queues=[q for q in fields.get('queues', '').split(',') if q],
-        state=WorkerStatus(fields.get('state', 'started')),
+        state=_state(fields.get('state')),
         birth=utcparse(fields['birth']) if fields.get('birth') else None,
         last_heartbeat=utcparse(fields['last_heartbeat']) if fields.get('last_heartbeat') else None,
         pid=int(fields.get('pid') or 0),
@@ -191,10 +205,12 @@ class WorkerHash:
         self.log = log
         self.birth_date: datetime | None = None
         self.last_heartbeat: datetime | None = None
+        self.birth_state: WorkerStatus | None = None  # the state a birth writes (register_birth by hand: none)
 
     def birth(self, ttl: int, queues: list[str], about: dict[str, Any]) -> None:
+        """`birth_state`, set by the loop's bootstrap, goes with the birth (RQ's next HSET, saved)."""
         self.birth_date = self.last_heartbeat = now()
-        write_birth(self.connection, self.name, ttl, self.birth_date, queues, about)
+        write_birth(self.connection, self.name, ttl, self.birth_date, queues, about, self.birth_state)
 
     def death(self, queues: list[str]) -> None:
         write_death(self.connection, self.name, now(), queues)
