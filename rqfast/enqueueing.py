@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .rate_limit import RateLimit
-from .scriptrecords import EnqueueRecord
+from .scriptrecords import EnqueueRecord, Value, enqueue_jobs_args
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from redis import Redis
     from redis.client import Pipeline
 
@@ -28,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     'EnqueueArgs',
+    'EnqueueCall',
     'EnqueueData',
     'EnqueueRecord',
+    'enqueue_script_call',
     'store_jobs',
 ]  # EnqueueRecord: the record lua/enqueue_jobs.lua takes (scriptrecords.py)
 
@@ -65,26 +69,29 @@ EnqueueData = namedtuple(
 
 
 class EnqueueArgs(NamedTuple):
+    """What Queue.parse_args returns: the function, its arguments, and every option of enqueue() (rqfast.options'
+    table, which tests/test_options.py holds these fields and defaults to; Queue.enqueue_call takes them by name)."""
+
     func: Any
-    timeout: Any
-    description: str | None
-    result_ttl: Any
-    ttl: Any
-    failure_ttl: Any
-    depends_on: Any
-    job_id: str | None
-    at_front: bool
-    meta: dict[str, Any] | None
-    retry: Retry | None
-    repeat: Repeat | None
-    on_success: Any
-    on_failure: Any
-    on_stopped: Any
-    pipeline: Pipeline | None
-    unique: bool
-    args: Any
-    kwargs: Any
-    webhooks: Any
+    timeout: Any = None
+    description: str | None = None
+    result_ttl: Any = None
+    ttl: Any = None
+    failure_ttl: Any = None
+    depends_on: Any = None
+    job_id: str | None = None
+    at_front: bool = False
+    meta: dict[str, Any] | None = None
+    retry: Retry | None = None
+    repeat: Repeat | None = None
+    on_success: Any = None
+    on_failure: Any = None
+    on_stopped: Any = None
+    pipeline: Pipeline | None = None
+    unique: bool = False
+    args: Any = None
+    kwargs: Any = None
+    webhooks: Any = None
     rate_limit: RateLimit | None = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
@@ -92,24 +99,23 @@ class EnqueueArgs(NamedTuple):
     throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
-_OPTION_NAMES = (
-    'job_timeout',
-    'description',
-    'result_ttl',
-    'ttl',
-    'failure_ttl',
-    'depends_on',
-    'job_id',
-    'at_front',
-    'meta',
-    'retry',
-    'repeat',
-    'on_success',
-    'on_failure',
-    'on_stopped',
-    'pipeline',
-    'unique',
-)
+class EnqueueCall(NamedTuple):
+    """One call of lua/enqueue_jobs.lua as data: the script's name, its KEYS and its ARGV, ready to send."""
+
+    script: str
+    keys: list[str]
+    args: list[Value]
+
+
+def enqueue_script_call(queue: str, moment: datetime, records: Sequence[EnqueueRecord], group: str = '') -> EnqueueCall:
+    """The seam between making jobs and sending them: the enqueue_jobs.lua call that stores `records` (one per
+    job, EnqueueRecord.for_job of a job whose options were checked, options.check_job) on `queue` at `moment`,
+    without any I/O. store_jobs sends the same call through rqfast.scripts (EVALSHA or FCALL, in this
+    thread); a producer with a client of its own (asyncio) sends this one, then reads the reply with
+    scripts.stored, as store_jobs does. Made within the queue's keyspace when sharded by queue
+    (Queue's methods run there: rqfast.cluster.in_queue_keyspace)."""
+    args = enqueue_jobs_args(queue, utcformat(moment), epoch_seconds(moment), records, group)
+    return EnqueueCall('enqueue_jobs', [keys.SLOT_KEY], [keys.PREFIX, *args])
 
 
 def store_jobs(

@@ -20,7 +20,7 @@ from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
 from .scriptload import Script as Script
 from .scriptload import call, script
-from .scriptrecords import EnqueueRecord, Value
+from .scriptrecords import EnqueueRecord, Value, enqueue_jobs_args
 from .status import JobStatus
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
@@ -43,10 +43,7 @@ def enqueue_jobs(
 ) -> list[str] | None:
     """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout), each added to `group`
     when one is named; a status per job (None when queued into `pipeline`)."""
-    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
-    for record in records:
-        args += record.argv()
-    statuses = call('enqueue_jobs', connection, args, pipeline)
+    statuses = call('enqueue_jobs', connection, enqueue_jobs_args(queue, now_text, now_epoch, records, group), pipeline)
     if statuses is None:
         return None
     return [status.decode() if isinstance(status, bytes) else status for status in statuses]

@@ -64,6 +64,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         'job',
         [
             'joboptions',
+            'options',
             'callbacks',
             'jobspec',
             'jobrun',
@@ -78,7 +79,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('outcomes', ['planning', 'execution', 'engine', 'job_lifecycle']),
     ('runners', ['maintenance', 'sync', 'orphaned', 'horse']),
     ('registry', ['registry', 'executions', 'scheduler']),
-    ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators', 'contrib.sentry']),
+    ('queue', ['dependents', 'queue', 'decorators', 'contrib.sentry']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
@@ -124,7 +125,6 @@ TYPE_ONLY_LOOPS: dict[tuple[str, str], str] = {
     ('rqfast.intermediate_queue', 'rqfast.queue'): "RQ's IntermediateQueue.cleanup(worker, queue)",
     ('rqfast.intermediate_queue', 'rqfast.worker'): "RQ's IntermediateQueue.cleanup(worker, queue)",
     ('rqfast.registry', 'rqfast.queue'): "RQ's registry.get_queue() returns a Queue (queue_class= names one)",
-    ('rqfast.registry', 'rqfast.queuebase'): "RQ's registries are made from a queue (queue=)",
     ('rqfast.results', 'rqfast.job'): "RQ's Result is written for and read from a Job",
     ('rqfast.types', 'rqfast.job'): "RQ's type aliases (rq.types) name Job",
 }
