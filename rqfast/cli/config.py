@@ -34,7 +34,6 @@ from .errors import CliError
 from .settings import client_from_url, cluster_option, describe, read_settings, redis_from_settings
 
 F = TypeVar('F', bound=Callable[..., Any])
-T = TypeVar('T')
 
 
 class CliConfig:
