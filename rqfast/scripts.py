@@ -10,7 +10,7 @@ RQ's `pipeline=`, gets the call queued into it (Script.queue).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import keys
 from .dates import epoch_seconds, now, utcformat
@@ -101,9 +101,9 @@ def enqueue_cron_job(
     args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv()]
     args += [name, '' if window is None else repr(window), description, ' '.join(own), repr(score)]
     args += [history_limit, history_ttl]
-    reply = call('enqueue_cron_job', connection, args)
-    status = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-    return status, (float(reply[1]) if status == 'refused' else None)
+    status, *refused = call('enqueue_cron_job', connection, args)  # {status} or {"refused", score}
+    refused_at = float(refused[0]) if _text(status) == 'refused' else None
+    return _text(status), refused_at
 
 
 def enqueue_debounced(
@@ -112,7 +112,8 @@ def enqueue_debounced(
     """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
     burst held if it never started (see lua/enqueue_debounced.lua); the job's status."""
     args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl]
-    return _text(call('enqueue_debounced', connection, args)[0])
+    (status,) = call('enqueue_debounced', connection, args)
+    return _text(status)
 
 
 def enqueue_throttled(
@@ -121,12 +122,11 @@ def enqueue_throttled(
     """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua): (the job's status, '', {}),
     or ('throttled', the holder's id, the holder's job hash, {} when it is gone) with nothing written."""
     args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms]
-    reply = call('enqueue_throttled', connection, args)
-    status = _text(reply[0])
-    if status != 'throttled':
-        return status, '', {}
-    flat = reply[2]
-    return status, _text(reply[1]), dict(zip(flat[::2], flat[1::2], strict=True))
+    status, *held = call('enqueue_throttled', connection, args)  # {status} or {"throttled", holder id, its hash}
+    if _text(status) != 'throttled':
+        return _text(status), '', {}
+    holder, flat = held
+    return 'throttled', _text(holder), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def cancel_job(
@@ -142,7 +142,10 @@ def cancel_job(
     (-1, {}) when it was canceled already (None when queued into `pipeline`)."""
     args = [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
     reply = call('cancel_job', connection, args, pipeline)
-    return None if reply is None else (int(reply[0]), by_queue(reply[1:]))
+    if reply is None:
+        return None
+    canceled, *released = reply  # {1, origin, id, ...}, {0} or {-1}
+    return int(canceled), by_queue(released)
 
 
 def by_queue(flat: Sequence[bytes | str]) -> dict[str, list[str]]:
@@ -199,7 +202,33 @@ def schedule_jobs(
     if len(reply) % 2:
         last = reply.pop()
         due = float(last) if last else None
-    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)], due
+    return [(int(state), int(moved)) for state, moved in zip(reply[::2], reply[1::2], strict=True)], due
+
+
+class CleanStats(NamedTuple):
+    """clean_registries.lua's counts, by name (in its header's order)."""
+
+    finished_expired: int
+    failed_expired: int
+    dropped: int
+    dead_workers: int
+    group_jobs_pruned: int
+    groups_dropped: int
+    rate_limit_slots_freed: int
+    rate_limit_promoted: int
+    ready_enqueued: int
+    ready_dropped: int
+
+
+class CleanReply(NamedTuple):
+    """clean_registries.lua's reply, by name: the abandoned jobs ({queue, member, fields...} each), the
+    rescued intermediate ids (flat: queue, id), the counts, the queues another cleaner held, the ready ids pushed."""
+
+    abandoned: list[Any]
+    rescued: list[Any]
+    stats: CleanStats
+    locked: list[Any]
+    ready: list[Any]
 
 
 def clean_registries(
@@ -213,10 +242,10 @@ def clean_registries(
     job_fields: Sequence[str],
     queues: list[str],
     group_lock_ttl: int = 0,
-) -> list[Any]:
-    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
-    rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
-    group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
+) -> CleanReply:
+    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): its CleanReply. A
+    whole pass cleans the groups when group_lock_ttl is 0, else only if it takes the group-cleaning lock for
+    that many seconds."""
     args: list[Value] = [
         now_float,
         cutoff,
@@ -231,7 +260,8 @@ def clean_registries(
         utcformat(now()),  # promoted rate-limited jobs' enqueued_at
         group_lock_ttl,
     ]
-    return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
+    abandoned, rescued, stats, locked, ready = script('clean_registries')(connection, args)
+    return CleanReply(abandoned, rescued, CleanStats(*(int(n) for n in stats)), locked, ready)
 
 
 # --- the scripts of RQ's public dependency and job calls. `pipeline`: the caller's, where RQ's method takes
