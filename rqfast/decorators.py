@@ -71,7 +71,7 @@ class job:  # noqa: N801 - RQ's name
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
         self.options = {name: given[name] for name in _DECORATED}  # every delay()'s
-        check_values(self.options, _DECORATED)  # a bad option raises at the decorator, not at each delay()
+        check_values(self.options)  # a bad option raises at the decorator, not at each delay()
         self.depends_on, self.at_front = depends_on, at_front
         self.debounce, self.throttle = debounce, throttle  # rqfast's own (rqfast.debounce): delay() may override
 

@@ -9,11 +9,12 @@ child, which loads Jobs, does not pay).
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
+from .options import DEFAULTS
 from .rate_limit import RateLimit
 from .scriptrecords import EnqueueRecord, Value, enqueue_jobs_args
 
@@ -97,6 +98,17 @@ class EnqueueArgs(NamedTuple):
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
     debounce: object = None  # rqfast's own: (key, delay), only the last enqueue of a burst runs (rqfast.debounce)
     throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
+
+
+_ARGS, _KWARGS = EnqueueArgs._fields.index('args'), EnqueueArgs._fields.index('kwargs')
+_DEFAULT_ROW = [DEFAULTS.get(name) for name in EnqueueArgs._fields]
+
+
+def enqueue_args(func: Any, args: Any, kwargs: Any, options: Mapping[str, Any] | None = None) -> EnqueueArgs:
+    """Queue.parse_args' answer: the call and its options by name (None: every option at its default)."""
+    row = _DEFAULT_ROW.copy() if options is None else [options.get(name) for name in EnqueueArgs._fields]
+    row[0], row[_ARGS], row[_KWARGS] = func, args, kwargs
+    return EnqueueArgs._make(row)
 
 
 class EnqueueCall(NamedTuple):

@@ -11,7 +11,7 @@ about to be stored). docs/layout.md, "Adding a job option", walks through one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .joboptions import check_priority
@@ -143,10 +143,17 @@ def options_of(signature: str) -> tuple[JobOption, ...]:
 
 
 _PARSED = options_of(PARSE_ARGS)
-_CREATED = options_of(CREATE_JOB)
-_CREATED_NAMES = frozenset(option.name for option in _CREATED)
-_APPLIED = tuple(option for option in _CREATED if option.apply is not None or option.check is not None)
+_CREATED_NAMES = tuple(option.name for option in options_of(CREATE_JOB))
+# create_job's rows that Job.create does not take: (name, default, apply, field)
+_APPLIED = tuple(
+    (option.name, option.default, option.apply, option.field)
+    for option in options_of(CREATE_JOB)
+    if option.apply is not None or option.check is not None
+)
 _CHECKED = tuple((option.field, option.check) for option in OPTIONS if option.check is not None)
+_CHECK_BY_NAME = {option.name: option.check for option in OPTIONS if option.check is not None}
+# enqueue()'s keyword -> (the option's name, what says the keyword is the option: None, always)
+_BY_KEYWORD = {option.keyword: (option.name, option.claims) for option in _PARSED}
 
 # parse_args' answer when an enqueue() call has no keyword at all: every option at its default.
 DEFAULTS: Mapping[str, Any] = {option.name: option.default for option in _PARSED}
@@ -156,27 +163,27 @@ def pop_enqueue_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The options of an enqueue() call, by name, taken out of its keywords (what stays is the function's);
     an option not given has its default."""
     options = dict(DEFAULTS)
-    for option in _PARSED:
-        keyword = option.keyword
-        if keyword in kwargs and (option.claims is None or option.claims(kwargs[keyword])):
-            options[option.name] = kwargs.pop(keyword)
+    for keyword in [keyword for keyword in kwargs if keyword in _BY_KEYWORD]:
+        name, claims = _BY_KEYWORD[keyword]
+        if claims is None or claims(kwargs[keyword]):
+            options[name] = kwargs.pop(keyword)
     return options
 
 
 def create_job_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """Of `values` (an enqueue's options, by name), those Queue.create_job takes."""
-    return {name: value for name, value in values.items() if name in _CREATED_NAMES}
+    return {name: values[name] for name in _CREATED_NAMES if name in values}  # (RQ's EnqueueData has fewer)
 
 
 def apply_options(job: JobSpec, values: Mapping[str, Any]) -> None:
     """Set on a job Job.create made the options create_job takes that Job.create does not (retry, repeat,
     rate_limit and rqfast's own), as given: check_job validates them when the job is stored."""
-    for option in _APPLIED:
-        value = values.get(option.name, option.default)
-        if option.apply is not None:
-            option.apply(job, value)
+    for name, default, apply, field in _APPLIED:
+        value = values.get(name, default)
+        if apply is None:
+            setattr(job, field, value)
         else:
-            setattr(job, option.field, value)
+            apply(job, value)
 
 
 def check_job(job: JobSpec) -> None:
@@ -185,10 +192,9 @@ def check_job(job: JobSpec) -> None:
         setattr(job, field, check(getattr(job, field)))
 
 
-def check_values(values: Mapping[str, Any], names: Iterable[str]) -> None:
-    """The validators of the options `names` over given values: prepare_data's and @job's, which only keep
-    the options for later enqueues, so a bad one raises where it was given."""
-    for name in names:
-        check = BY_NAME[name].check
-        if check is not None:
+def check_values(values: Mapping[str, Any]) -> None:
+    """The validators of the options in `values` (by name): prepare_data's and @job's, which keep the options
+    for later enqueues, so that a bad one raises where it was given."""
+    for name, check in _CHECK_BY_NAME.items():
+        if name in values:
             check(values[name])

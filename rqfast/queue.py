@@ -29,6 +29,7 @@ from .enqueueing import (
     _pipeline_for,
     _rate_limited_mode,
     _reject_duplicate_ids,
+    enqueue_args,
     store_jobs,
 )
 from .events import events_cap
@@ -38,13 +39,10 @@ from .intermediate_queue import IntermediateQueue
 from .job import Job, JobStatus, Retry
 from .joboptions import PRIORITIES
 from .options import (
-    DEFAULTS,
-    PREPARE_DATA,
     apply_options,
     check_job,
     check_values,
     create_job_options,
-    options_of,
     pop_enqueue_options,
 )
 from .outcome import OutcomeKind
@@ -68,7 +66,6 @@ __all__ = ['EnqueueArgs', 'EnqueueData', 'Queue', 'own_job_class']
 
 # True while enqueue_job runs _enqueue_job: the dependency check goes into that script call (see enqueue_job).
 _CHECKING_DEPENDENCIES: ContextVar[bool] = ContextVar('rqfast_checking_dependencies', default=False)
-_PREPARED = [option.name for option in options_of(PREPARE_DATA)]
 
 
 def _check_blocking_timeout(timeout: int) -> None:
@@ -532,14 +529,14 @@ class Queue:
         if not isinstance(f, str) and getattr(f, '__module__', None) == '__main__':
             raise ValueError('Functions from the __main__ module cannot be processed by workers')
         if not kwargs:  # no option and no keyword argument: every option at its default
-            return EnqueueArgs(f, args=args, kwargs=kwargs, **DEFAULTS)
+            return enqueue_args(f, args, kwargs)
         options = pop_enqueue_options(kwargs)
         options['at_front'], options['unique'] = bool(options['at_front']), bool(options['unique'])
         if 'args' in kwargs or 'kwargs' in kwargs:
             if args:
                 raise ValueError('Extra positional arguments cannot be used when using explicit args and kwargs')
             args, kwargs = kwargs.pop('args', None), kwargs.pop('kwargs', None)
-        return EnqueueArgs(f, args=args, kwargs=kwargs, **options)
+        return enqueue_args(f, args, kwargs, options)
 
     def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> Job:
         return self.enqueue_call(**self.parse_args(f, *args, **kwargs)._asdict())
@@ -712,9 +709,30 @@ class Queue:
         debounce: object = None,
         throttle: object = None,
     ) -> EnqueueData:
-        given = locals()  # (its parameters are EnqueueData's fields, tests/test_options.py holds them equal)
-        check_values(given, _PREPARED)  # kept for a later enqueue_many: a bad option raises here
-        return EnqueueData(**given)
+        check_values(locals())  # kept for a later enqueue_many: a bad option raises here
+        return EnqueueData(
+            func,
+            args,
+            kwargs,
+            timeout,
+            result_ttl,
+            ttl,
+            failure_ttl,
+            description,
+            depends_on,
+            job_id,
+            at_front,
+            meta,
+            retry,
+            on_success,
+            on_failure,
+            on_stopped,
+            repeat,
+            webhooks,
+            priority,
+            debounce,
+            throttle,
+        )  # (its parameters, in order: tests/test_options.py holds EnqueueData's fields to them)
 
     def enqueue_many(
         self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None = None, group_id: str | None = None
