@@ -180,6 +180,8 @@ def apply_options(job: JobSpec, values: Mapping[str, Any]) -> None:
     rate_limit and rqfast's own), as given: check_job validates them when the job is stored."""
     for name, default, apply, field in _APPLIED:
         value = values.get(name, default)
+        if value is default:  # (the job has it already: JobRecord's defaults are the table's)
+            continue
         if apply is None:
             setattr(job, field, value)
         else:

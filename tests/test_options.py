@@ -106,6 +106,8 @@ def test_each_stored_field_is_a_job_hash_field_and_each_keyword_is_unique() -> N
         assert option.rq in ('2.12', '3.0', None), option
     assert len({option.keyword for option in options.OPTIONS}) == len(options.OPTIONS)
     assert options.BY_NAME['timeout'].keyword == 'job_timeout'  # enqueue()'s name for it, as RQ's
+    for name, default, apply, field in options._APPLIED:  # (apply_options leaves a default to the job's class)
+        assert apply is not None or getattr(Job, field) == default, name
 
 
 def test_parse_args_takes_every_options_keyword_and_leaves_the_functions_own() -> None:
