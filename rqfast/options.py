@@ -21,15 +21,20 @@ if TYPE_CHECKING:
     from .jobspec import JobSpec
 
 __all__ = [
+    'BY_NAME',
     'CREATE_JOB',
     'DECORATOR',
+    'DEFAULTS',
     'ENQUEUE_CALL',
+    'EVERYWHERE',
     'OPTIONS',
     'PARSE_ARGS',
     'PREPARE_DATA',
     'JobOption',
     'apply_options',
+    'check_capture_output',
     'check_job',
+    'check_values',
     'create_job_options',
     'options_of',
     'pop_enqueue_options',
