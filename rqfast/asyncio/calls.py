@@ -1,0 +1,84 @@
+"""Sending a script call (scripts.ScriptCall) on a redis.asyncio client: the async twin of Script.__call__.
+
+The same script, the same head (FCALL of its function where the server has functions, else EVALSHA),
+the same ARGV as the sync producer sends: only the waiting differs. A server without functions puts
+the client's pool on EVALSHA for good, as scriptload does for a sync pool (one set holds both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from .. import keys, scriptload
+from ..cluster import is_asyncio_cluster
+from ..scripts import ScriptCall
+
+__all__ = ['run']
+
+
+async def run(call: ScriptCall, connection: Any) -> Any:
+    """Send `call` on `connection` (a redis.asyncio Redis or RedisCluster); its reply."""
+    script = scriptload.script(call.name)
+
+    async def send(head: tuple[Any, ...]) -> Any:
+        return await connection.execute_command(*head, *call.args)
+
+    return await _while_slot_moves(lambda: _run(script, connection, send))
+
+
+async def _run(script: scriptload.Script, connection: Any, send: Callable[[tuple[Any, ...]], Awaitable[Any]]) -> Any:
+    owner = None if is_asyncio_cluster(connection) else getattr(connection, 'connection_pool', None)
+    if owner is not None and owner not in scriptload._NO_FUNCTIONS:
+        fcall = ('FCALL', script.function, 1, keys.SLOT_KEY, keys.PREFIX)
+        try:
+            return await send(fcall)
+        except ResponseError as exc:
+            if not await _function_missing(script, connection, owner, exc):
+                raise
+        if owner not in scriptload._NO_FUNCTIONS:
+            return await send(fcall)
+    evalsha = ('EVALSHA', script.sha, 1, keys.SLOT_KEY, keys.PREFIX)
+    try:
+        return await send(evalsha)
+    except NoScriptError:
+        await connection.script_load(script.source)
+        return await send(evalsha)
+
+
+async def _function_missing(script: scriptload.Script, connection: Any, owner: Any, exc: ResponseError) -> bool:
+    """Script._function_missing, awaited: True when the FCALL is to be sent again or EVALSHA follows."""
+    message = str(exc)
+    if isinstance(exc, scriptload._NOT_HERE) or scriptload._unknown_command(message, 'fcall'):
+        scriptload._NO_FUNCTIONS.add(owner)
+        return True
+    if 'function not found' not in message.lower():
+        return False
+    try:
+        await connection.execute_command('FUNCTION', 'LOAD', script.library)
+    except ResponseError as load_error:
+        text = str(load_error).lower()
+        if isinstance(load_error, scriptload._NOT_HERE) or scriptload._unknown_command(text, 'function'):
+            scriptload._NO_FUNCTIONS.add(owner)
+        elif 'already exists' not in text:
+            raise
+    return True
+
+
+async def _while_slot_moves(call: Callable[[], Awaitable[Any]]) -> Any:
+    """scriptload._while_slot_moves, awaited: a cluster call refused while its slot moves is sent again."""
+    deadline: float | None = None
+    while True:
+        try:
+            return await call()
+        except ResponseError as exc:
+            if scriptload.SLOT_MOVING not in str(exc):
+                raise
+            deadline = deadline or time.monotonic() + scriptload.SLOT_MOVING_WAIT
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(scriptload.SLOT_MOVING_PAUSE)
