@@ -92,7 +92,8 @@ class AsyncQueue:
         if not kwargs.get('is_async', True) or not kwargs.get('async', True):
             raise NotImplementedError('rqfast.asyncio: is_async=False (running jobs at enqueue) is sync only')
         self.connection = connection
-        self.planner = Planner(name, connection=Offline(connection), **kwargs)
+        offline: Any = Offline(connection)  # (what the planner's Queue and Jobs hold: no sync call gets through)
+        self.planner = Planner(name, connection=offline, **kwargs)
         self.name = name
 
     def __repr__(self) -> str:
