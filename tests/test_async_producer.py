@@ -328,6 +328,20 @@ def test_a_sync_call_on_an_async_job_names_the_awaitable(redis_url: str) -> None
     asyncio.run(go())
 
 
+def test_a_client_of_a_closed_loop_is_one_clear_error(redis_url: str, redis_conn: redis.Redis) -> None:
+    client = aredis.Redis.from_url(redis_url)
+    q = AsyncQueue('q', connection=client)
+
+    async def enqueue() -> AsyncJob:
+        return await q.enqueue(jobs.add, 1, 2)
+
+    first = asyncio.run(enqueue())
+    with pytest.raises(RuntimeError, match='belongs to another event loop'):
+        asyncio.run(enqueue())
+    ids = [i.decode() for i in redis_conn.lrange('rq:queue:q', 0, -1)]
+    assert first.id in ids and all(redis_conn.hget(f'rq:job:{i}', 'status') == b'queued' for i in ids)
+
+
 class _CuttingProxy:
     """A TCP proxy to Redis that cuts the client's connection once it has forwarded `cut_after` bytes of a
     command holding `marker`: the server gets half a command, as when a connection drops mid-enqueue."""

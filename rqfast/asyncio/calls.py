@@ -8,6 +8,7 @@ the client's pool on EVALSHA for good, as scriptload does for a sync pool (one s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,7 +33,22 @@ async def run(call: ScriptCall, connection: Any) -> Any:
             return await _send_pooled(pool, (*head, *call.args))
         return await connection.execute_command(*head, *call.args)
 
-    return await _while_slot_moves(lambda: _run(script, connection, send))
+    try:
+        return await _while_slot_moves(lambda: _run(script, connection, send))
+    except RuntimeError as exc:
+        if not _other_loop(exc):
+            raise
+        raise RuntimeError(
+            'rqfast.asyncio: this redis.asyncio client belongs to another event loop (closed, or not this one): '
+            'make the client, and the AsyncQueue on it, in the loop that uses them (FastAPI: in its lifespan). '
+            'A script call runs whole or not at all: fetch_job on a client of this loop says if it ran'
+        ) from exc
+
+
+def _other_loop(exc: RuntimeError) -> bool:
+    """Whether asyncio refused a connection of another loop (asyncio's own messages for both cases)."""
+    text = str(exc)
+    return 'Event loop is closed' in text or 'attached to a different loop' in text
 
 
 # redis.asyncio's own execute_command, to tell an instrumented one (as scriptload._EXECUTE_COMMAND)
@@ -74,7 +90,8 @@ async def _send_pooled(pool: Any, command: tuple[Any, ...]) -> Any:
     except ResponseError:
         raise  # (the server's answer, read whole: the connection is fine)
     except BaseException:
-        await conn.disconnect(nowait=True)
+        with contextlib.suppress(Exception):  # (a connection of a closed loop cannot even be closed)
+            await conn.disconnect(nowait=True)
         raise
     finally:
         await pool.release(conn)
