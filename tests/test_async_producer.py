@@ -299,6 +299,53 @@ def test_a_pipeline_holds_the_enqueue_until_execute(redis_url: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
+# many coroutines at once: their calls share one write (rqfast/asyncio/line.py), each its own command
+
+
+def test_concurrent_enqueues_each_land_once(redis_url: str, redis_conn: redis.Redis) -> None:
+    async def go() -> list[AsyncJob]:
+        client = aredis.Redis.from_url(redis_url)
+        try:
+            q = AsyncQueue('q', connection=client)
+            made = await asyncio.gather(*(q.enqueue(jobs.add, i, i) for i in range(300)))
+            await client.function_flush()  # each call of the next burst meets "function not found" and reloads
+            await client.script_flush()
+            made += await asyncio.gather(*(q.enqueue(jobs.add, i, i, priority=i % 10) for i in range(100)))
+            await client.aclose()  # a closed client's next call opens a new line
+            made.append(await q.enqueue(jobs.add, 0, 0))
+            return made
+        finally:
+            await client.aclose()
+
+    made = asyncio.run(go())
+    ids = [job.id for job in made]
+    assert len(set(ids)) == 401
+    assert sorted(i.decode() for i in redis_conn.lrange('rq:queue:q', 0, -1)) == sorted(ids)
+    assert all(redis_conn.hget(f'rq:job:{i}', 'status') == b'queued' for i in ids)
+
+
+def test_a_cancelled_caller_leaves_the_others_replies_in_order(redis_url: str, redis_conn: redis.Redis) -> None:
+    async def go() -> list[Any]:
+        client = aredis.Redis.from_url(redis_url)
+        try:
+            q = AsyncQueue('q', connection=client)
+            await q.enqueue(jobs.add, 0, 0)
+            tasks = [asyncio.ensure_future(q.enqueue(jobs.add, i, i, job_id=f'job-{i}')) for i in range(50)]
+            await asyncio.sleep(0)
+            tasks[10].cancel()
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            after = await q.enqueue(jobs.add, 1, 1, job_id='after')
+            return [*done, after]
+        finally:
+            await client.aclose()
+
+    done = asyncio.run(go())
+    assert isinstance(done[10], asyncio.CancelledError)
+    assert [job.id for i, job in enumerate(done[:50]) if i != 10] == [f'job-{i}' for i in range(50) if i != 10]
+    assert done[50].id == 'after' and redis_conn.hget('rq:job:after', 'status') == b'queued'
+
+
+# ---------------------------------------------------------------------------------------------------
 # (b) bad input
 
 

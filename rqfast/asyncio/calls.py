@@ -8,7 +8,6 @@ the client's pool on EVALSHA for good, as scriptload does for a sync pool (one s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +18,7 @@ from redis.exceptions import DataError, NoScriptError, ResponseError
 from .. import keys, scriptload
 from ..cluster import is_asyncio_cluster
 from ..scripts import ScriptCall
+from .line import line_for
 
 __all__ = ['run']
 
@@ -30,7 +30,7 @@ async def run(call: ScriptCall, connection: Any) -> Any:
 
     async def send(head: tuple[Any, ...]) -> Any:
         if pool is not None:
-            return await _send_pooled(pool, (*head, *call.args))
+            return await line_for(pool).call(_packed((*head, *call.args)))
         return await connection.execute_command(*head, *call.args)
 
     try:
@@ -57,7 +57,8 @@ _EXECUTE_COMMAND = AsyncRedis.execute_command
 
 def _plain_pool(client: Any) -> Any:
     """The pool of a plain redis.asyncio.Redis (no subclass, not single-connection, execute_command not
-    wrapped, redis-py 6 or later, hiredis): its script calls go by _send_pooled. None for any other."""
+    wrapped, redis-py 6 or later, hiredis): its script calls go, packed by hiredis, by the pool's line
+    (line.py). None for any other client, whose calls go by its execute_command."""
     if type(client) is not AsyncRedis or client.connection is not None or scriptload._hiredis_pack is None:
         return None
     execute_command = AsyncRedis.execute_command
@@ -66,35 +67,14 @@ def _plain_pool(client: Any) -> Any:
     return client.connection_pool if scriptload._REDIS_MAJOR >= 6 else None
 
 
-async def _send_pooled(pool: Any, command: tuple[Any, ...]) -> Any:
-    """scriptload._send_pooled, awaited: the command packed by hiredis (redis.asyncio packs each argument
-    in Python, a third of an awaited enqueue's CPU), sent and its reply read under the connection's
-    Retry, the connection back to the pool. A connection left mid-command (an error, a cancellation)
-    is dropped, not handed back with a reply still to come."""
+def _packed(command: tuple[Any, ...]) -> bytes:
+    """`command` packed by hiredis (redis.asyncio packs each argument in Python: a third of an awaited
+    enqueue's CPU)."""
     assert scriptload._hiredis_pack is not None  # (_plain_pool checked)
     try:
-        packed = [scriptload._hiredis_pack(command)]
+        return scriptload._hiredis_pack(command)
     except TypeError as exc:
         raise DataError(str(exc)) from exc
-    conn = await pool.get_connection()
-
-    async def send() -> Any:
-        await conn.send_packed_command(packed, check_health=False)
-        return await conn.read_response()
-
-    async def failed(error: Exception) -> None:
-        await conn.disconnect()
-
-    try:
-        return await conn.retry.call_with_retry(send, failed)
-    except ResponseError:
-        raise  # (the server's answer, read whole: the connection is fine)
-    except BaseException:
-        with contextlib.suppress(Exception):  # (a connection of a closed loop cannot even be closed)
-            await conn.disconnect(nowait=True)
-        raise
-    finally:
-        await pool.release(conn)
 
 
 async def _run(script: scriptload.Script, connection: Any, send: Callable[[tuple[Any, ...]], Awaitable[Any]]) -> Any:
@@ -112,8 +92,31 @@ async def _run(script: scriptload.Script, connection: Any, send: Callable[[tuple
     try:
         return await send(evalsha)
     except NoScriptError:
-        await connection.script_load(script.source)
+        await _once(connection, ('SCRIPT', script.sha), lambda: connection.script_load(script.source))
         return await send(evalsha)
+
+
+# The loads in flight, per client and what they load: callers that met the same missing script at once
+# (a burst of concurrent enqueues after a restart) wait for one load instead of each sending one.
+_LOADS: dict[tuple[int, str, str], asyncio.Future[Any]] = {}
+
+
+async def _once(connection: Any, what: tuple[str, str], load: Callable[[], Awaitable[Any]]) -> Any:
+    key = (id(connection), *what)
+    loading = _LOADS.get(key)
+    if loading is not None:
+        return await asyncio.shield(loading)
+    loading = _LOADS[key] = asyncio.get_running_loop().create_future()
+    try:
+        result = await load()
+        loading.set_result(result)
+        return result
+    except BaseException as exc:
+        loading.set_exception(exc)
+        loading.exception()  # (retrieved: the callers waiting on it raise it)
+        raise
+    finally:
+        del _LOADS[key]
 
 
 async def _function_missing(script: scriptload.Script, connection: Any, owner: Any, exc: ResponseError) -> bool:
@@ -125,7 +128,7 @@ async def _function_missing(script: scriptload.Script, connection: Any, owner: A
     if 'function not found' not in message.lower():
         return False
     try:
-        await connection.execute_command('FUNCTION', 'LOAD', script.library)
+        await _once(connection, ('FUNCTION', script.function), lambda: _load_function(connection, script))
     except ResponseError as load_error:
         text = str(load_error).lower()
         if isinstance(load_error, scriptload._NOT_HERE) or scriptload._unknown_command(text, 'function'):
@@ -133,6 +136,10 @@ async def _function_missing(script: scriptload.Script, connection: Any, owner: A
         elif 'already exists' not in text:
             raise
     return True
+
+
+async def _load_function(connection: Any, script: scriptload.Script) -> Any:
+    return await connection.execute_command('FUNCTION', 'LOAD', script.library)
 
 
 async def _while_slot_moves(call: Callable[[], Awaitable[Any]]) -> Any:
