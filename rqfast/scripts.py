@@ -227,10 +227,17 @@ def delete_job(
 ) -> int | None:
     """Deletes the job (and its dependents when asked), with its results unless rq2_compat(); the
     number of jobs deleted (None when queued into `pipeline`)."""
-    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
-    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())]
-    reply = call('delete_job', connection, args, pipeline)
+    reply = run(delete_job_call(job_id, remove_from_queue, delete_dependents), connection, pipeline)
     return None if reply is None else int(reply)
+
+
+def delete_job_call(job_id: str, remove_from_queue: bool, delete_dependents: bool) -> ScriptCall:
+    """lua/delete_job.lua's call; its reply: the number of jobs deleted."""
+    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
+    return ScriptCall(
+        'delete_job',
+        [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())],
+    )
 
 
 def empty_queue(connection: Redis, queue: str) -> int:

@@ -24,7 +24,8 @@ import redis
 import redis.asyncio as aredis
 
 import rqfast
-from rqfast.asyncio import AsyncJob, AsyncQueue, JobFailedError
+from rqfast.asyncio import AsyncGroup, AsyncJob, AsyncQueue, JobFailedError
+from rqfast.group import Group
 from rqfast.job import Dependency
 from rqfast.queue import Queue
 from rqfast.security import SIGNATURE_FIELD, sign_fields
@@ -232,6 +233,18 @@ async def _priority_capture(make: Make) -> list[Any]:
     return [first, await q.enqueue(jobs.add, 3, 4, priority=9)]
 
 
+async def _job_writes(make: Make) -> list[Any]:
+    q = make()
+    kept = await q.enqueue(jobs.add, 1, 2, meta={'a': 1})
+    gone = await q.enqueue(jobs.add, 3, 4)
+    assert await kept.get_position() == 0 and await gone.get_position() == 1
+    kept.meta['b'] = [2]
+    await kept.save_meta()
+    assert await kept.get_meta() == {'a': 1, 'b': [2]}
+    await gone.delete()
+    return [kept]
+
+
 async def _cancel_and_requeue(make: Make) -> list[Any]:
     # a failed job (run at once by a synchronous queue), then requeued, and a queued one canceled
     sync = redis.Redis.from_url(os.environ['RQFAST_ASYNC_TEST_URL'])
@@ -245,7 +258,20 @@ async def _cancel_and_requeue(make: Make) -> list[Any]:
     return [failed, other]
 
 
+async def _group(make: Make) -> list[Any]:
+    q = make()
+    datas = [Queue.prepare_data(jobs.add, (i, i), meta={'i': i}) for i in range(3)]
+    if isinstance(q, AsyncQueue):
+        made = await AsyncGroup(q.connection, 'g').enqueue_many(q, datas)
+        assert await AsyncGroup(q.connection, 'g').get_job_ids() == sorted(job.id for job in made)
+    else:
+        made = Group.create(q.target.connection, 'g').enqueue_many(q.target, datas)
+    return made
+
+
 SCENARIOS: dict[str, Scenario] = {
+    'job_writes': _job_writes,
+    'group': _group,
     'depends_on': _depends,
     'throttle': _throttle_twice,
     'debounce': _debounce_twice,

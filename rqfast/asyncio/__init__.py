@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from .group import AsyncGroup
 from .job import AsyncJob, JobFailedError
 from .queue import AsyncQueue, AsyncRegistry
 
 Queue = AsyncQueue
 Job = AsyncJob
 
-__all__ = ['AsyncJob', 'AsyncQueue', 'AsyncRegistry', 'Job', 'JobFailedError', 'Queue']
+__all__ = ['AsyncGroup', 'AsyncJob', 'AsyncQueue', 'AsyncRegistry', 'Job', 'JobFailedError', 'Queue']

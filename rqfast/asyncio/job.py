@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import keys, scripts
 from ..dates import epoch_seconds, now, utcformat
 from ..exceptions import InvalidJobOperation, NoSuchJobError
+from ..jobhash import encode_meta
 from ..results import Result, get_key
 from ..status import JobStatus
 from ..text import as_text
@@ -93,6 +94,31 @@ class AsyncJob:
                 raise InvalidJobOperation(f'Failed to retrieve status for job: {self.job.id}')
             self.job.set_local_status(JobStatus(as_text(status)))
         return self.job.get_status(refresh=False)
+
+    async def get_meta(self, refresh: bool = True) -> dict[str, Any]:
+        if refresh:
+            with self._keyspace():
+                meta = await self.connection.hget(self.job.key, 'meta')
+            self.job.meta = self.job.serializer.loads(meta) if meta else {}
+        return dict(self.job.meta)
+
+    async def save_meta(self) -> None:
+        """Job.save_meta(): the job's `meta` as it is now, stored."""
+        with self._keyspace():
+            await self.connection.hset(self.job.key, 'meta', encode_meta(self.job, self.job.meta))
+
+    async def get_position(self) -> int | None:
+        if not self.job.origin:
+            return None
+        with self._keyspace():
+            position = await self.connection.lpos(keys.queue_key(self.job.origin), self.job.id)
+        return None if position is None else int(position)
+
+    async def delete(self, remove_from_queue: bool = True, delete_dependents: bool = False) -> None:
+        """Job.delete(): its keys, out of its queue and registries (one script call)."""
+        call = scripts.delete_job_call(self.job.id, remove_from_queue, delete_dependents)
+        with self._keyspace():
+            await run(call, self.connection)
 
     async def cancel(
         self, enqueue_dependents: bool = False, remove_from_dependencies: bool = False
