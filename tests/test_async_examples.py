@@ -1,5 +1,5 @@
-"""examples/fastapi_app.py against a real Redis and a real worker: a request enqueues, the worker runs the
-job, the request awaits its result."""
+"""examples/fastapi_app.py and examples/django_async_view.py against a real Redis and a real worker: a
+request enqueues, the worker runs the job, the request awaits its result."""
 
 from __future__ import annotations
 
@@ -60,3 +60,28 @@ def test_no_worker_means_a_504_and_the_job_stays_queued(
     answer = client.get('/add', params={'a': 1, 'b': 2})
     assert answer.status_code == 504
     assert redis_conn.llen('rq:queue:default') == 1
+
+
+def _django(redis_url: str, timeout: str) -> list[object]:
+    done = subprocess.run(
+        [sys.executable, '-m', 'tests.django_async_run', redis_url, timeout],
+        cwd=ROOT,
+        env={**os.environ, 'PYTHONPATH': ROOT},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    answer: list[object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def test_the_django_async_view_awaits_the_workers_result(redis_url: str, worker: None) -> None:
+    status, body = _django(redis_url, '60')
+    assert status == 200 and isinstance(body, dict) and body['result'] == 42
+
+
+def test_the_django_async_view_answers_504_without_a_worker(redis_url: str, redis_conn: redis.Redis) -> None:
+    status, body = _django(redis_url, '0.3')
+    assert status == 504 and isinstance(body, dict)
+    assert redis_conn.lrange('rq:queue:default', 0, -1) == [body['job_id'].encode()]
