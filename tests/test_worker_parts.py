@@ -45,7 +45,7 @@ def test_random_order_shuffles_a_copy() -> None:
 
 def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
     about = {'pid': 42, 'hostname': 'box', 'ip_address': '?', 'version': '1', 'python_version': '3'}
-    workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about)
+    workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about, WorkerStatus.STARTED)
     assert workerhash.worker_keys(connection) == [keys.worker_key('w1')]
     assert workerhash.worker_keys(connection, 'b') == [keys.worker_key('w1')]
     assert workerhash.worker_keys(connection, 'c') == []
@@ -59,6 +59,8 @@ def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
         workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a'], about)
     workerhash.write_death(connection, 'w1', BIRTH, ['a', 'b'])
     assert workerhash.worker_keys(connection) == []
+    workerhash.write_birth(connection, 'w2', 480, BIRTH, ['a'], about)  # register_birth() by hand: no state (RQ 3.0)
+    assert workerhash.read(connection, keys.worker_key('w2')).state == '?'  # type: ignore[union-attr]
 
 
 def test_reading_a_worker_whose_hash_is_gone_drops_its_key(connection: redis.Redis) -> None:
