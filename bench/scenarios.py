@@ -206,7 +206,11 @@ def _async_producers(callers: int, count: int, target: Target) -> Scenario:
             f'RQ: enqueue in a thread pool of {callers}; BullMQ: await add)',
             JOBS_PER_S,
         ),
-        Row(f'async-{callers}-threads', f'  the same, enqueue in a thread pool of {callers} (run_in_executor)', JOBS_PER_S),
+        Row(
+            f'async-{callers}-threads',
+            f'  the same, enqueue in a thread pool of {callers} (run_in_executor)',
+            JOBS_PER_S,
+        ),
     ]
     return Scenario(
         f'async-{callers}',

@@ -21,6 +21,11 @@ from rqfast.queue import Queue
 ADD = 'tests.jobs.add'
 
 
+async def aclose(client: Any) -> None:
+    """client.aclose(), or close() on redis-py 5.0.0 (aclose came in 5.0.1)."""
+    await (client.aclose() if hasattr(client, 'aclose') else client.close())
+
+
 async def produce(port: int) -> dict[str, Any]:
     client = AsyncCluster(host='127.0.0.1', port=port)
     try:
@@ -40,7 +45,7 @@ async def produce(port: int) -> dict[str, Any]:
             'canceled': await q.canceled_job_registry.get_job_ids() == [canceled.id],
         }
     finally:
-        await client.aclose()
+        await aclose(client)
 
 
 async def results(port: int, ids: list[str]) -> list[Any]:
@@ -50,7 +55,7 @@ async def results(port: int, ids: list[str]) -> list[Any]:
         found = [await q.fetch_job(job_id) for job_id in ids]
         return [await job.result(timeout=30) for job in found if job is not None]
     finally:
-        await client.aclose()
+        await aclose(client)
 
 
 def main() -> None:

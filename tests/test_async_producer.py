@@ -52,6 +52,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RQFAST = implementation('rqfast')
 
 
+async def aclose(client: Any) -> None:
+    """client.aclose(), or close() on redis-py 5.0.0 (aclose came in 5.0.1)."""
+    await (client.aclose() if hasattr(client, 'aclose') else client.close())
+
+
 class Facade:
     """A sync rqfast.Queue or Job, its calls awaitable (the Jobs they return too), so one scenario drives
     either producer."""
@@ -106,7 +111,7 @@ def run_both(url: str, scenario: Scenario) -> None:
                         return await scenario(lambda name='q', **kw: Facade(Queue(name, connection=sync, **kw)))
                     return await scenario(lambda name='q', **kw: AsyncQueue(name, connection=client, **kw))
                 finally:
-                    await client.aclose()
+                    await aclose(client)
 
             ids = asyncio.run(go())
             id_map = id_map_for(*[getattr(i, 'id', i) for i in ids])
@@ -319,7 +324,7 @@ def test_a_pipeline_holds_the_enqueue_until_execute(redis_url: str) -> None:
             assert await q.job_ids() == [job.id]
             assert await job.get_status() == rqfast.job.JobStatus.QUEUED
         finally:
-            await client.aclose()
+            await aclose(client)
 
     asyncio.run(go())
 
@@ -337,11 +342,11 @@ def test_concurrent_enqueues_each_land_once(redis_url: str, redis_conn: redis.Re
             await client.function_flush()  # each call of the next burst meets "function not found" and reloads
             await client.script_flush()
             made += await asyncio.gather(*(q.enqueue(jobs.add, i, i, priority=i % 10) for i in range(100)))
-            await client.aclose()  # a closed client's next call opens a new line
+            await aclose(client)  # a closed client's next call opens a new line
             made.append(await q.enqueue(jobs.add, 0, 0))
             return made
         finally:
-            await client.aclose()
+            await aclose(client)
 
     made = asyncio.run(go())
     ids = [job.id for job in made]
@@ -363,7 +368,7 @@ def test_a_cancelled_caller_leaves_the_others_replies_in_order(redis_url: str, r
             after = await q.enqueue(jobs.add, 1, 1, job_id='after')
             return [*done, after]
         finally:
-            await client.aclose()
+            await aclose(client)
 
     done = asyncio.run(go())
     assert isinstance(done[10], asyncio.CancelledError)
@@ -396,7 +401,7 @@ def test_a_sync_call_on_an_async_job_names_the_awaitable(redis_url: str) -> None
             with pytest.raises(TypeError, match='await the AsyncQueue/AsyncJob method'):
                 job.job.refresh()
         finally:
-            await client.aclose()
+            await aclose(client)
 
     asyncio.run(go())
 
@@ -466,7 +471,7 @@ def test_a_connection_lost_mid_enqueue_is_one_clear_error_and_writes_nothing(
             with pytest.raises(redis.exceptions.ConnectionError):
                 await q.enqueue(jobs.add, 1, 2, job_id='cut-here-job', description='x' * 100_000)
         finally:
-            await client.aclose()
+            await aclose(client)
             server.close()
 
     asyncio.run(go())
@@ -511,7 +516,7 @@ def test_await_result_returns_the_workers_value(redis_url: str, worker: subproce
             with pytest.raises(JobFailedError):
                 await failing.result(timeout=60)  # (its first result is FAILED too: the stream's oldest)
         finally:
-            await client.aclose()
+            await aclose(client)
 
     asyncio.run(go())
 
@@ -528,7 +533,7 @@ def test_await_result_times_out_cleanly(redis_url: str, redis_conn: redis.Redis)
             assert await job.latest_result(timeout=0.2) is None
             assert await job.get_status() == rqfast.job.JobStatus.QUEUED  # still there, nothing changed
         finally:
-            await client.aclose()
+            await aclose(client)
 
     asyncio.run(go())
 
@@ -555,6 +560,6 @@ def test_async_job_reads(redis_url: str) -> None:
             assert await q.canceled_job_registry.get_job_ids() == [job.id]
             assert await job.get_status(refresh=False) == rqfast.job.JobStatus.CANCELED
         finally:
-            await client.aclose()
+            await aclose(client)
 
     asyncio.run(go())
