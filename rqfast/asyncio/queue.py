@@ -110,14 +110,10 @@ class AsyncQueue:
     # --- enqueueing: the sync Queue's calls, planned, then sent here
 
     async def enqueue(self, f: Any, *args: Any, **kwargs: Any) -> AsyncJob:
-        if 'depends_on' in kwargs:
-            kwargs['depends_on'] = _unwrapped(kwargs['depends_on'])
         return await self._one(self.planner.enqueue, f, *args, **kwargs)
 
     async def enqueue_call(self, func: Any, *args: Any, **kwargs: Any) -> AsyncJob:
         """Queue.enqueue_call's arguments (args=, kwargs=, timeout=, depends_on=, ...)."""
-        if 'depends_on' in kwargs:
-            kwargs['depends_on'] = _unwrapped(kwargs['depends_on'])
         return await self._one(self.planner.enqueue_call, func, *args, **kwargs)
 
     async def enqueue_at(self, datetime: datetime, f: Any, *args: Any, **kwargs: Any) -> AsyncJob:
@@ -147,8 +143,9 @@ class AsyncQueue:
         self, job_datas: Iterable[EnqueueData], pipeline: Any, group_id: str | None, join_group: bool
     ) -> list[AsyncJob]:
         """enqueue_many; with `join_group`, the jobs join group `group_id` too (Group.enqueue_many's)."""
+        datas = [d._replace(depends_on=_unwrapped(d.depends_on)) if d.depends_on else d for d in job_datas]
         with keys.within(self.name):
-            batch = self.planner._plan_batch(job_datas, pipeline, group_id, join_group)
+            batch = self.planner._plan_batch(datas, pipeline, group_id, join_group)
             for jobs, records in batch.chunks():
                 await self._send(Pending(jobs, self.planner._signed(records), batch.pipeline, batch.group, None))
             guarded = []
@@ -158,6 +155,8 @@ class AsyncQueue:
 
     async def _one(self, call: Callable[..., Job], *args: Any, **kwargs: Any) -> AsyncJob:
         """`call` (one of the planner's enqueue calls) planned, then its one store sent."""
+        if 'depends_on' in kwargs:
+            kwargs['depends_on'] = _unwrapped(kwargs['depends_on'])
         with keys.within(self.name):
             kept: list[Pending] = []
             token = _KEPT.set(kept)
