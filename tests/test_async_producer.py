@@ -197,7 +197,7 @@ async def _enqueue_many(make: Make) -> list[Any]:
     first = await q.enqueue(jobs.add, 0, 0)
     datas = [
         Queue.prepare_data(jobs.add, (1, 2), job_id='a', priority=2),
-        Queue.prepare_data(jobs.add, (3, 4), depends_on=first, at_front=True),
+        Queue.prepare_data(jobs.add, (3, 4), depends_on=_plain(first), at_front=True),  # (an AsyncJob, async)
         Queue.prepare_data(jobs.add, (5, 6), depends_on='no-such-job', result_ttl=5),
         Queue.prepare_data(jobs.add, (7, 8), throttle=('t', 10)),
         Queue.prepare_data(jobs.add, (9, 10), retry=rqfast.Retry(max=2), meta={'m': 1}),
