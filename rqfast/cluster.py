@@ -108,14 +108,13 @@ def is_asyncio(connection: Any) -> bool:
     known = _ASYNC_TYPES.get(kind)
     if known is not None:
         return known
+    # (kept either way: a class made before redis.asyncio was imported cannot derive from its clients)
     bases = tuple(
         getattr(sys.modules.get(module), name, None)
         for module, name in (('redis.asyncio.client', 'Redis'), ('redis.asyncio.cluster', 'RedisCluster'))
     )
     found = tuple(base for base in bases if isinstance(base, type))
-    if not found:
-        return False  # (not kept: no asyncio client exists before its module is imported)
-    answer = _ASYNC_TYPES[kind] = issubclass(kind, found)
+    answer = _ASYNC_TYPES[kind] = bool(found) and issubclass(kind, found)
     return answer
 
 
