@@ -504,7 +504,7 @@ def test_await_result_returns_the_workers_value(redis_url: str, worker: subproce
             assert await job.result(timeout=60) == 42
             assert await job.get_status() == rqfast.job.JobStatus.FINISHED
             latest = await job.latest_result()
-            assert latest is not None and latest.return_value == 42
+            assert latest is not None and latest.return_value == 42 and await job.return_value() == 42
             many = [await q.enqueue(jobs.add, i, i) for i in range(20)]
             assert await asyncio.gather(*(j.result(timeout=60) for j in many)) == [2 * i for i in range(20)]
             failing = await q.enqueue(jobs.div_by_zero)

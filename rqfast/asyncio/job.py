@@ -164,6 +164,11 @@ class AsyncJob:
                 rid, payload = response[0]
         return self._result(rid, payload)
 
+    async def return_value(self) -> Any:
+        """Job.return_value(): the value of its latest successful result (None if its latest is not one)."""
+        latest = await self.latest_result()
+        return latest.return_value if latest is not None and latest.type is Result.Type.SUCCESSFUL else None
+
     async def result(self, timeout: float | None = None) -> Any:
         """Wait for the job's outcome on its results stream (XREAD BLOCK, no polling) and return its value.
 
