@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -208,8 +208,6 @@ async def _enqueue_many(make: Make) -> list[Any]:
 
 async def _scheduled(make: Make) -> list[Any]:
     q = make()
-    from datetime import datetime, timezone
-
     at = await q.enqueue_at(datetime(2030, 1, 1, tzinfo=timezone.utc), jobs.add, 1, 2, at_front=True, job_timeout=9)
     later = await q.enqueue_in(timedelta(minutes=5), jobs.add, 3, 4, meta={'x': 1})
     return [at, later]
@@ -225,7 +223,10 @@ async def _enqueue_call(make: Make) -> list[Any]:
 
 async def _queue_settings(make: Make) -> list[Any]:
     made = []
-    made.append(await make('signed', signing_key=SIGNING_KEY).enqueue(jobs.add, 1, 2))
+    signed = make('signed', signing_key=SIGNING_KEY)
+    made.append(await signed.enqueue(jobs.add, 1, 2))
+    made += await signed.enqueue_many([Queue.prepare_data(jobs.add, (i, i)) for i in range(2)])
+    made.append(await signed.enqueue_at(datetime(2030, 1, 1, tzinfo=timezone.utc), jobs.add, 5, 5))
     made.append(await make('events', events=True).enqueue(jobs.add, 1, 2))
     made.append(await make('timeout', default_timeout=77).enqueue(jobs.add, 1, 2))
     made.append(await make('json', serializer=JSONSerializer).enqueue(jobs.add, 1, 2))
