@@ -401,6 +401,7 @@ def test_a_sync_call_on_an_async_job_names_the_awaitable(redis_url: str) -> None
             job = await AsyncQueue('q', connection=client).enqueue(jobs.add, 1, 2)
             with pytest.raises(TypeError, match='await the AsyncQueue/AsyncJob method'):
                 job.job.refresh()
+            assert getattr(job.job.connection, 'connection_pool', None) is None  # (a probe gets its default)
         finally:
             await aclose(client)
 

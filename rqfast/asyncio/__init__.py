@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from .group import AsyncGroup
-from .job import AsyncJob, JobFailedError
+from .job import AsyncJob, JobFailedError, SyncCallError
 from .queue import AsyncQueue, AsyncRegistry
 
 Queue = AsyncQueue
 Job = AsyncJob
 
-__all__ = ['AsyncGroup', 'AsyncJob', 'AsyncQueue', 'AsyncRegistry', 'Job', 'JobFailedError', 'Queue']
+__all__ = ['AsyncGroup', 'AsyncJob', 'AsyncQueue', 'AsyncRegistry', 'Job', 'JobFailedError', 'Queue', 'SyncCallError']

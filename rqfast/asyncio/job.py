@@ -22,7 +22,12 @@ from .calls import run
 if TYPE_CHECKING:
     from ..job import Job
 
-__all__ = ['AsyncJob', 'JobFailedError', 'Offline']
+__all__ = ['AsyncJob', 'JobFailedError', 'Offline', 'SyncCallError']
+
+
+class SyncCallError(TypeError, AttributeError):
+    """A synchronous Redis call on an asyncio producer's job or queue. An AttributeError too, so that code
+    that only probes a connection (getattr(conn, 'x', None), as instrumentation does) gets its default."""
 
 
 class Offline:
@@ -36,7 +41,7 @@ class Offline:
         return True
 
     def __getattr__(self, name: str) -> Any:
-        raise TypeError(
+        raise SyncCallError(
             f'rqfast.asyncio: a synchronous Redis call ({name}) on a job or queue of an asyncio producer; '
             'await the AsyncQueue/AsyncJob method of the same name instead (docs/async.md)'
         )
