@@ -34,10 +34,13 @@ async def produce(port: int) -> dict[str, Any]:
         second = await q.enqueue(ADD, 3, 4, depends_on=first)
         many = await q.enqueue_many([Queue.prepare_data(ADD, (i, i)) for i in range(5)])
         throttled = [await q.enqueue(ADD, 0, 0, throttle=('t', 60)) for _ in range(2)]
+        pipe = client.pipeline()
+        piped = await q.enqueue(ADD, 5, 5, pipeline=pipe)
+        await pipe.execute()
         canceled = await q.enqueue(ADD, 9, 9)
         await canceled.cancel()
         return {
-            'ids': [first.id, second.id, *(job.id for job in many)],
+            'ids': [first.id, second.id, *(job.id for job in many), piped.id],
             'deferred': await q.deferred_job_registry.get_job_ids(),
             'second': (await second.get_status()).value,
             'count': await q.count(),

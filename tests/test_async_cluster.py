@@ -50,6 +50,6 @@ def test_enqueue_wait_and_read_on_a_cluster(cluster_port: int, mode: dict[str, s
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     first, second = seen['ids'][:2]
     assert seen['deferred'] == [second] and seen['second'] == 'deferred'
-    assert seen['count'] == 1 + 5 + 1  # first, the batch, the throttled one (second waits, one canceled)
+    assert seen['count'] == 1 + 5 + 1 + 1  # first, the batch, the throttled, the piped (second waits, one canceled)
     assert seen['throttled_same'] and seen['canceled']
-    assert seen['results'] == [3, 7, 0, 2, 4, 6, 8]
+    assert seen['results'] == [3, 7, 0, 2, 4, 6, 8, 10]
