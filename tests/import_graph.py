@@ -81,6 +81,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('queue', ['queuebase', 'dependents', 'jobcreation', 'queue', 'decorators', 'contrib.sentry']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
+    ('asyncio', ['asyncio']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
     ('surface', ['utils']),
     ('dashboard', ['dashboard']),
