@@ -9,14 +9,16 @@ child, which loads Jobs, does not pay).
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
+from .defaults import ENQUEUE_CHUNK
 from .options import DEFAULTS
 from .rate_limit import RateLimit
-from .scriptrecords import EnqueueRecord, Value, enqueue_jobs_args
+from .scriptrecords import EnqueueRecord
+from .status import JobStatus
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -30,11 +32,10 @@ if TYPE_CHECKING:
     from .repeat import Repeat
 
 __all__ = [
+    'Batch',
     'EnqueueArgs',
-    'EnqueueCall',
     'EnqueueData',
     'EnqueueRecord',
-    'enqueue_script_call',
     'store_jobs',
 ]  # EnqueueRecord: the record lua/enqueue_jobs.lua takes (scriptrecords.py)
 
@@ -111,25 +112,6 @@ def enqueue_args(func: Any, args: Any, kwargs: Any, options: Mapping[str, Any] |
     return EnqueueArgs._make(row)
 
 
-class EnqueueCall(NamedTuple):
-    """One call of lua/enqueue_jobs.lua as data: the script's name, its KEYS and its ARGV, ready to send."""
-
-    script: str
-    keys: list[str]
-    args: list[Value]
-
-
-def enqueue_script_call(queue: str, moment: datetime, records: Sequence[EnqueueRecord], group: str = '') -> EnqueueCall:
-    """The seam between making jobs and sending them: the enqueue_jobs.lua call that stores `records` (one per
-    job, EnqueueRecord.for_job of a job whose options were checked, options.check_job) on `queue` at `moment`,
-    without any I/O. store_jobs sends the same call through rqfast.scripts (EVALSHA or FCALL, in this
-    thread); a producer with a client of its own (asyncio) sends this one, then reads the reply with
-    scripts.stored, as store_jobs does. Made within the queue's keyspace when sharded by queue
-    (Queue's methods run there: rqfast.cluster.in_queue_keyspace)."""
-    args = enqueue_jobs_args(queue, utcformat(moment), epoch_seconds(moment), records, group)
-    return EnqueueCall('enqueue_jobs', [keys.SLOT_KEY], [keys.PREFIX, *args])
-
-
 def store_jobs(
     connection: Redis,
     queue: str,
@@ -147,19 +129,40 @@ def store_jobs(
     Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
     jobs then get the status the script will give them, read from their dependencies now, as RQ's
     enqueue does with a pipeline (a dependency that changes before execute() is the script's to judge).
+
+    The I/O-free halves, store_call() and settle(), are what rqfast.asyncio sends the same way.
     """
     moment = now()
+    reply = scripts.run(store_call(queue, records, moment, group, guard), connection, pipeline)
+    if reply is None:
+        scripts.stored(jobs, expected_statuses(connection, records), moment)
+        return None
+    return settle(jobs, reply, moment, guard)
+
+
+def store_call(
+    queue: str,
+    records: Sequence[EnqueueRecord],
+    moment: datetime,
+    group: str = '',
+    guard: Debounce | Throttle | None = None,
+) -> scripts.ScriptCall:
+    """The one script call store_jobs sends for `records` at `moment` (no I/O)."""
     if guard is not None:
-        status, held = guard.store(connection, queue, moment, records[0])
+        return guard.call(queue, moment, records[0])
+    return scripts.enqueue_jobs_call(queue, utcformat(moment), epoch_seconds(moment), records, group)
+
+
+def settle(jobs: Sequence[JobSpec], reply: Any, moment: datetime, guard: Debounce | Throttle | None) -> Held | None:
+    """store_call's reply read back (no I/O): each job's status and enqueued_at, or the error the script
+    names; the job holding a throttle window when none was stored."""
+    if guard is not None:
+        status, held = guard.read(reply)
         if held is not None:
             return held
-        statuses: list[str] | None = [status]
+        statuses = [status]
     else:
-        statuses = scripts.enqueue_jobs(
-            connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline, group=group
-        )
-    if statuses is None:
-        statuses = expected_statuses(connection, records)
+        statuses = scripts.statuses(reply)
     scripts.stored(jobs, statuses, moment)
     return None
 
@@ -167,13 +170,23 @@ def store_jobs(
 def expected_statuses(connection: Redis, records: Sequence[EnqueueRecord]) -> list[str]:
     """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
     dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
-    wanted = sorted({dep_id for record in records for dep_id in record.dependency_ids})
+    wanted = dependency_ids(records)
     statuses: dict[str, bytes | str | None] = {}
     if wanted:
         with connection.pipeline(transaction=False) as reads:
             for dep_id in wanted:
                 reads.hget(keys.job_key(dep_id), 'status')
             statuses = dict(zip(wanted, reads.execute(), strict=True))
+    return judged(records, statuses)
+
+
+def dependency_ids(records: Sequence[EnqueueRecord]) -> list[str]:
+    """The dependencies expected_statuses reads the status of."""
+    return sorted({dep_id for record in records for dep_id in record.dependency_ids})
+
+
+def judged(records: Sequence[EnqueueRecord], statuses: Mapping[str, bytes | str | None]) -> list[str]:
+    """expected_statuses' answer, given each dependency's status (no I/O)."""
     expected = []
     for record in records:
         met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if record.allow_failure else set())
@@ -184,6 +197,32 @@ def expected_statuses(connection: Redis, records: Sequence[EnqueueRecord]) -> li
         else:
             expected.append('stored' if record.mode == 'store' else 'queued')
     return expected
+
+
+class Batch(NamedTuple):
+    """An enqueue_many made and checked (Queue._plan_batch), before anything is stored: its jobs without a
+    dependency, then with one, a record each (stored in chunks()), and the debounced or throttled jobs,
+    each its own guard script call after the batch's (an (job, at_front, option) each)."""
+
+    plain: list[Any]
+    dependent: list[Any]
+    records: list[EnqueueRecord]
+    one_by_one: list[tuple[Any, bool, Any]]
+    pipeline: Pipeline | None
+    group: str
+
+    def chunks(self) -> Iterator[tuple[list[Any], list[EnqueueRecord]]]:
+        """The jobs and records of each script call: ENQUEUE_CHUNK at most."""
+        everything = self.plain + self.dependent
+        for start in range(0, len(everything), ENQUEUE_CHUNK):
+            yield everything[start : start + ENQUEUE_CHUNK], self.records[start : start + ENQUEUE_CHUNK]
+
+    def ordered(self, guarded: list[Any]) -> list[Any]:
+        """The jobs as enqueue_many returns them once stored (RQ's order): the plain ones, the deferred
+        dependents, the dependents queued, then the `guarded` ones."""
+        unmet = [job for job in self.dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
+        met = [job for job in self.dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
+        return self.plain + unmet + met + guarded
 
 
 def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:

@@ -325,24 +325,32 @@ class Job(JobSpec):
         args = (epoch_seconds(moment), utcformat(moment), enqueue_dependents, remove_from_dependencies)
         reply = scripts().cancel_job(self.connection, self.id, *args, pipeline=pipeline)
         outcome, released = reply if reply is not None else (1, expected)
+        self._canceled(outcome)
+        return released
+
+    def _canceled(self, outcome: int) -> None:
+        """cancel_job.lua's outcome for this job (rqfast.asyncio's cancel reads it here too)."""
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if outcome == 0:
             raise NoSuchJobError(f'No such job: {self.key}')
         self._status = JobStatus.CANCELED
-        return released
 
     def requeue(self, at_front: bool = False) -> Job:
         """Out of its failed registry and back onto its queue, in one script call.
 
         InvalidJobOperation when the job is not in the failed registry of its queue.
         """
+        self._before_requeue(at_front)
+        scripts().requeue(self.connection, self, at_front)  # (enqueueing, Queue's, is not imported for it)
+        return self
+
+    def _before_requeue(self, at_front: bool) -> None:
+        """What requeue() resets before its script call (rqfast.asyncio's requeue too)."""
         self.started_at = self.ended_at = None
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
-        scripts().requeue(self.connection, self, at_front)  # (enqueueing, Queue's, is not imported for it)
-        return self
 
     def cleanup(self, ttl: int | None = None, pipeline: Pipeline | None = None, remove_from_queue: bool = True) -> None:
         """RQ's: ttl 0 deletes the job, a positive ttl expires its hash and dependency sets, else nothing."""

@@ -20,9 +20,10 @@ from .callbacks import execute_failure_callback, execute_success_callback
 from .cluster import check_connection, in_queue_keyspace
 from .dates import epoch_seconds, now
 from .debounce import Debounce, Held, Throttle, keyed_option
-from .defaults import DEFAULT_QUEUE_TIMEOUT, ENQUEUE_CHUNK, MAINTENANCE_LOCK_TTL, RQ_KEY_PREFIX, rq2_compat
+from .defaults import DEFAULT_QUEUE_TIMEOUT, MAINTENANCE_LOCK_TTL, RQ_KEY_PREFIX, rq2_compat
 from .dependents import DependentsRelease
 from .enqueueing import (
+    Batch,
     EnqueueArgs,
     EnqueueData,
     EnqueueRecord,
@@ -680,10 +681,15 @@ class Queue:
         group: str = '',
         guard: Debounce | Throttle | None = None,
     ) -> Held | None:
-        key = self.signing_key
-        if key is not None:
-            records = [r.with_field(SIGNATURE_FIELD, sign_fields(key, r.job_id, r.fields)) for r in records]
+        records = self._signed(records)
         return store_jobs(self.connection, self.name, jobs, records, pipeline=pipeline, group=group, guard=guard)
+
+    def _signed(self, records: Sequence[EnqueueRecord]) -> Sequence[EnqueueRecord]:
+        """`records` with their signature field when this queue signs its jobs (docs/security.md)."""
+        key = self.signing_key
+        if key is None:
+            return records
+        return [r.with_field(SIGNATURE_FIELD, sign_fields(key, r.job_id, r.fields)) for r in records]
 
     @staticmethod
     def prepare_data(
@@ -745,6 +751,18 @@ class Queue:
         self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None, group_id: str | None, join_group: bool
     ) -> list[Job]:
         """enqueue_many; with `join_group`, each chunk's script call adds its jobs to group `group_id` too."""
+        batch = self._plan_batch(job_datas, pipeline, group_id, join_group)
+        for jobs, records in batch.chunks():
+            self._store(jobs, records, pipeline=batch.pipeline, group=batch.group)
+        guarded = [
+            self._enqueue(job, None, at_front, False, True, option) for job, at_front, option in batch.one_by_one
+        ]
+        return batch.ordered(guarded)
+
+    def _plan_batch(
+        self, job_datas: Iterable[EnqueueData], pipeline: Pipeline | None, group_id: str | None, join_group: bool
+    ) -> Batch:
+        """enqueue_batch's jobs and records, checked and made (no I/O): what its script calls store."""
         datas = list(job_datas)
         if not rq2_compat():
             _reject_duplicate_ids(datas)
@@ -774,16 +792,8 @@ class Queue:
             )
             for job, d in zip(dependent, dependent_datas, strict=True)
         ]
-        everything = plain + dependent
-        pipeline = _pipeline_for(pipeline, False, True)
         group = (group_id or '') if join_group else ''
-        for start in range(0, len(everything), ENQUEUE_CHUNK):
-            chunk = slice(start, start + ENQUEUE_CHUNK)
-            self._store(everything[chunk], records[chunk], pipeline=pipeline, group=group)
-        unmet = [job for job in dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
-        met = [job for job in dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
-        guarded = [self._enqueue(job, None, at_front, False, True, option) for job, at_front, option in one_by_one]
-        return plain + unmet + met + guarded
+        return Batch(plain, dependent, records, one_by_one, _pipeline_for(pipeline, False, True), group)
 
     def _job_from_data(self, data: EnqueueData, status: JobStatus, group_id: str | None) -> Job:
         """The job of one EnqueueData (rqfast's, or RQ's own, which has fewer fields)."""

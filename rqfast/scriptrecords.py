@@ -109,17 +109,6 @@ class EnqueueRecord:
         return argv
 
 
-def enqueue_jobs_args(
-    queue: str, now_text: str, now_epoch: int, records: Sequence[EnqueueRecord], group: str = ''
-) -> list[Value]:
-    """enqueue_jobs.lua's ARGV after the prefix (scriptload sends the prefix first): the queue, now as text
-    and as an epoch, the group ('' for none), then the records, counted."""
-    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
-    for record in records:
-        args += record.argv()
-    return args
-
-
 @dataclass(slots=True)
 class Plan:
     """The writes that record one outcome (finish_job.lua's arguments, by name): made by

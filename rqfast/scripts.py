@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import keys
+from . import keys, scriptload
 from .dates import epoch_seconds, now, utcformat
 from .defaults import rq2_compat
 from .exceptions import DuplicateJobError, InvalidJobOperation
@@ -20,7 +20,7 @@ from .scriptload import DirectLine as DirectLine
 from .scriptload import LuaUnavailableError as LuaUnavailableError
 from .scriptload import Script as Script
 from .scriptload import call, script
-from .scriptrecords import EnqueueRecord, Value, enqueue_jobs_args
+from .scriptrecords import EnqueueRecord, Value
 from .status import JobStatus
 
 if TYPE_CHECKING:  # annotations only: a job horse that never runs a script imports none of these
@@ -32,6 +32,36 @@ if TYPE_CHECKING:  # annotations only: a job horse that never runs a script impo
     from .jobspec import JobSpec
 
 
+class ScriptCall(NamedTuple):
+    """One script call as a value, made without I/O: the script's name and its ARGV. run() sends it on
+    a redis-py client (or queues it into a caller's pipeline); rqfast.asyncio's executor awaits it on a
+    redis.asyncio client. The same call either way: the same writes."""
+
+    name: str
+    args: list[Value]
+
+
+def run(call: ScriptCall, connection: Redis, pipeline: Pipeline | None = None) -> Any:
+    """Send `call` now (its reply), or queue it into the caller's `pipeline` (None)."""
+    return scriptload.call(call.name, connection, call.args, pipeline)
+
+
+def enqueue_jobs_call(
+    queue: str, now_text: str, now_epoch: int, records: Sequence[EnqueueRecord], group: str = ''
+) -> ScriptCall:
+    """The enqueue_jobs.lua call storing a batch of jobs (see the script for a record's layout), each
+    added to `group` when one is named."""
+    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
+    for record in records:
+        args += record.argv()
+    return ScriptCall('enqueue_jobs', args)
+
+
+def statuses(reply: Sequence[bytes | str]) -> list[str]:
+    """enqueue_jobs.lua's reply: a status per job."""
+    return [status.decode() if isinstance(status, bytes) else status for status in reply]
+
+
 def enqueue_jobs(
     connection: Redis,
     queue: str,
@@ -41,12 +71,9 @@ def enqueue_jobs(
     pipeline: Pipeline | None = None,
     group: str = '',
 ) -> list[str] | None:
-    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout), each added to `group`
-    when one is named; a status per job (None when queued into `pipeline`)."""
-    statuses = call('enqueue_jobs', connection, enqueue_jobs_args(queue, now_text, now_epoch, records, group), pipeline)
-    if statuses is None:
-        return None
-    return [status.decode() if isinstance(status, bytes) else status for status in statuses]
+    """Store a batch of jobs (enqueue_jobs_call); a status per job (None when queued into `pipeline`)."""
+    reply = run(enqueue_jobs_call(queue, now_text, now_epoch, records, group), connection, pipeline)
+    return None if reply is None else statuses(reply)
 
 
 # enqueue_jobs.lua's answers as a job's status ("stored": queued, then run at once); a dict is 0.4 µs
@@ -66,13 +93,17 @@ def stored(jobs: Sequence[JobSpec], statuses: Sequence[str], moment: datetime) -
             job.enqueued_at = moment
 
 
+def requeue_call(job: JobSpec, at_front: bool, moment: datetime) -> ScriptCall:
+    """Job.requeue()'s enqueue_jobs call: a 'requeue' record, out of its failed registry onto its queue."""
+    record = EnqueueRecord.for_job(job, 'requeue', at_front=at_front)
+    return enqueue_jobs_call(job.origin, utcformat(moment), epoch_seconds(moment), [record])
+
+
 def requeue(connection: Redis, job: JobSpec, at_front: bool) -> None:
     """Job.requeue(): out of its failed registry and back onto its queue, one enqueue_jobs call (a
     'requeue' record); InvalidJobOperation when it is not in the failed registry of its queue."""
     moment = now()
-    record = EnqueueRecord.for_job(job, 'requeue', at_front=at_front)
-    statuses = enqueue_jobs(connection, job.origin, utcformat(moment), epoch_seconds(moment), [record])
-    stored([job], statuses or [], moment)
+    stored([job], statuses(run(requeue_call(job, at_front, moment), connection)), moment)
 
 
 def set_progress(connection: Redis, job_id: str, value: str, queue: str, events: int) -> None:
@@ -106,27 +137,64 @@ def enqueue_cron_job(
     return _text(status), refused_at
 
 
+def enqueue_debounced_call(
+    queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, key_ttl: int
+) -> ScriptCall:
+    """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
+    burst held if it never started (see lua/enqueue_debounced.lua); its reply: debounced_status()."""
+    return ScriptCall('enqueue_debounced', [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl])
+
+
+def debounced_status(reply: Sequence[Any]) -> str:
+    (status,) = reply
+    return _text(status)
+
+
 def enqueue_debounced(
     connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, key_ttl: int
 ) -> str:
-    """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
-    burst held if it never started (see lua/enqueue_debounced.lua); the job's status."""
-    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl]
-    (status,) = call('enqueue_debounced', connection, args)
-    return _text(status)
+    """enqueue_debounced_call, sent: the job's status."""
+    return debounced_status(run(enqueue_debounced_call(queue, now_text, now_epoch, record, key, key_ttl), connection))
+
+
+def enqueue_throttled_call(
+    queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, ttl_ms: int
+) -> ScriptCall:
+    """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua); its reply: throttled()."""
+    return ScriptCall('enqueue_throttled', [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms])
+
+
+def throttled(reply: Sequence[Any]) -> tuple[str, str, dict[bytes, bytes]]:
+    """enqueue_throttled.lua's reply: (the job's status, '', {}), or ('throttled', the holder's id, the
+    holder's job hash, {} when it is gone) with nothing written."""
+    status, *held = reply  # {status} or {"throttled", holder id, its hash}
+    if _text(status) != 'throttled':
+        return _text(status), '', {}
+    holder, flat = held
+    return 'throttled', _text(holder), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def enqueue_throttled(
     connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, ttl_ms: int
 ) -> tuple[str, str, dict[bytes, bytes]]:
-    """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua): (the job's status, '', {}),
-    or ('throttled', the holder's id, the holder's job hash, {} when it is gone) with nothing written."""
-    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms]
-    status, *held = call('enqueue_throttled', connection, args)  # {status} or {"throttled", holder id, its hash}
-    if _text(status) != 'throttled':
-        return _text(status), '', {}
-    holder, flat = held
-    return 'throttled', _text(holder), dict(zip(flat[::2], flat[1::2], strict=True))
+    """enqueue_throttled_call, sent: throttled()'s answer."""
+    return throttled(run(enqueue_throttled_call(queue, now_text, now_epoch, record, key, ttl_ms), connection))
+
+
+def cancel_job_call(
+    job_id: str, now_epoch: int, now_text: str, enqueue_dependents: bool, remove_from_dependencies: bool
+) -> ScriptCall:
+    """lua/cancel_job.lua's call; its reply: canceled()."""
+    return ScriptCall(
+        'cancel_job', [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
+    )
+
+
+def canceled(reply: Sequence[Any]) -> tuple[int, dict[str, list[str]]]:
+    """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
+    (-1, {}) when it was canceled already."""
+    outcome, *released = reply  # {1, origin, id, ...}, {0} or {-1}
+    return int(outcome), by_queue(released)
 
 
 def cancel_job(
@@ -138,14 +206,10 @@ def cancel_job(
     remove_from_dependencies: bool,
     pipeline: Pipeline | None = None,
 ) -> tuple[int, dict[str, list[str]]] | None:
-    """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
-    (-1, {}) when it was canceled already (None when queued into `pipeline`)."""
-    args = [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
-    reply = call('cancel_job', connection, args, pipeline)
-    if reply is None:
-        return None
-    canceled, *released = reply  # {1, origin, id, ...}, {0} or {-1}
-    return int(canceled), by_queue(released)
+    """cancel_job_call, sent: canceled()'s answer (None when queued into `pipeline`)."""
+    cancel = cancel_job_call(job_id, now_epoch, now_text, enqueue_dependents, remove_from_dependencies)
+    reply = run(cancel, connection, pipeline)
+    return None if reply is None else canceled(reply)
 
 
 def by_queue(flat: Sequence[bytes | str]) -> dict[str, list[str]]:
@@ -165,10 +229,17 @@ def delete_job(
 ) -> int | None:
     """Deletes the job (and its dependents when asked), with its results unless rq2_compat(); the
     number of jobs deleted (None when queued into `pipeline`)."""
-    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
-    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())]
-    reply = call('delete_job', connection, args, pipeline)
+    reply = run(delete_job_call(job_id, remove_from_queue, delete_dependents), connection, pipeline)
     return None if reply is None else int(reply)
+
+
+def delete_job_call(job_id: str, remove_from_queue: bool, delete_dependents: bool) -> ScriptCall:
+    """lua/delete_job.lua's call; its reply: the number of jobs deleted."""
+    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
+    return ScriptCall(
+        'delete_job',
+        [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())],
+    )
 
 
 def empty_queue(connection: Redis, queue: str) -> int:

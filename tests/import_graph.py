@@ -82,6 +82,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ('queue', ['dependents', 'queue', 'decorators', 'contrib.sentry']),
     ('group', ['group']),
     ('cron', ['cron_record', 'cron_enqueue', 'cron_slots', 'cron']),
+    ('asyncio', ['asyncio']),
     ('worker', ['worker', 'worker_pool', 'metrics']),
     ('surface', ['utils']),
     ('dashboard', ['dashboard']),

@@ -21,7 +21,7 @@ import rq.queue
 
 from rqfast import keys, options, scriptload
 from rqfast.decorators import job
-from rqfast.enqueueing import EnqueueArgs, EnqueueData, EnqueueRecord, enqueue_script_call
+from rqfast.enqueueing import EnqueueArgs, EnqueueData, EnqueueRecord, settle, store_call
 from rqfast.job import Job
 from rqfast.jobhash import HASH_FIELDS
 from rqfast.queue import Queue
@@ -177,9 +177,11 @@ def test_a_bad_option_raises_before_anything_is_written(connection: redis.Redis)
     assert connection.dbsize() == 0
 
 
-def test_the_seam_is_the_call_store_jobs_sends(redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
-    """enqueue_script_call makes, without I/O, the KEYS and ARGV that Queue.enqueue sends: a producer of its
-    own (asyncio) sends it and the job is stored as enqueue() stores it."""
+def test_checked_options_to_the_script_call_without_io(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seam (enqueueing.store_call, settle): a job from create_job, checked (options.check_job), is the
+    script call Queue.enqueue sends, made without I/O; sent by another client, settle reads its reply back."""
     sent: list[list[Any]] = []
     real_call = scriptload.call
 
@@ -187,19 +189,20 @@ def test_the_seam_is_the_call_store_jobs_sends(redis_conn: redis.Redis, monkeypa
         sent.append(list(args))
         return real_call(name, connection, args, pipeline)
 
-    monkeypatch.setattr('rqfast.scripts.call', recording)
+    monkeypatch.setattr(scriptload, 'call', recording)
     queue = Queue('q', connection=redis_conn)
     moment = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     monkeypatch.setattr('rqfast.enqueueing.now', lambda: moment)
     stored = queue.enqueue(jobs.noop, job_id='one', priority=4)
-    again = enqueue_script_call('q', moment, [EnqueueRecord.for_job(stored, 'queue')])
-    assert again.script == 'enqueue_jobs' and again.keys == [keys.SLOT_KEY]
-    assert again.args == [keys.PREFIX, *sent[0]]  # (the record leaves out what the script sets: status, enqueued_at)
+    again = store_call('q', [EnqueueRecord.for_job(stored, 'queue')], moment)
+    assert again.name == 'enqueue_jobs' and again.args == sent[0]  # (the record leaves out status, enqueued_at)
 
     made = queue.create_job(jobs.noop, job_id='two', priority=4)
     options.check_job(made)
-    call = enqueue_script_call('q', moment, [EnqueueRecord.for_job(made, 'queue')])
-    reply = redis_conn.eval(scriptload.script('enqueue_jobs').source, len(call.keys), *call.keys, *call.args)
-    assert reply == [b'queued']
+    call = store_call('q', [EnqueueRecord.for_job(made, 'queue')], moment)
+    source = scriptload.script(call.name).source
+    reply = redis_conn.eval(source, 1, keys.SLOT_KEY, keys.PREFIX, *call.args)  # (what scriptload sends)
+    assert settle([made], reply, moment, None) is None
+    assert made.get_status(refresh=False) == 'queued'
     assert Job.fetch('two', connection=redis_conn).priority == 4
     assert queue.job_ids == ['one', 'two']

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from rqfast import keys
+from rqfast import SimpleWorker, keys
 from rqfast.command import parse_payload
 from rqfast.status import WorkerStatus
 from rqfast.worker import workerhash
@@ -102,3 +102,12 @@ def test_upkeep_maintains_at_once_and_beats_until_stopped() -> None:
     assert beats.acquire(timeout=5) and beats.acquire(timeout=5)
     upkeep.stop()
     assert upkeep.stopped.is_set()
+
+
+def test_a_stop_job_reaches_a_job_claimed_but_not_yet_taken_in(connection: redis.Redis) -> None:
+    """The claim script marks the job started and indexes the execution; until the loop takes the reply in, the
+    job is in no in-flight table: a stop-job sent then (once ignored: CI saw the job run to its end) counts."""
+    worker = SimpleWorker(['q'], connection=connection, name='w-stop')
+    connection.sadd(keys.worker_executions_key('w-stop'), 'job[1]*:x1', 'other:x2')
+    assert worker.is_working_on('job[1]*') and worker.is_working_on('other')
+    assert not worker.is_working_on('job') and not worker.is_working_on('job[1]') and not worker.is_working_on('oth')
