@@ -3,7 +3,14 @@
 rqfast: N coroutines awaiting `rqfast.asyncio.AsyncQueue.enqueue` on one redis.asyncio client. RQ (and
 rqfast's sync API, the second row): what RQ users do today from async code, `Queue.enqueue` in a thread
 pool of N (`run_in_executor`), on one client whose pool the threads share. BullMQ: N coroutines awaiting
-`Queue.add`. Each run checks that the queue holds exactly the jobs enqueued.
+`Queue.add`. arq, saq and taskiq (their columns when the selection names these rows: `--only async`):
+N coroutines awaiting each one's own async producer (`ArqRedis.enqueue_job`, `Queue.enqueue`,
+`task.kiq()`) on one client of theirs, set up as the peers rows set them up (bench/peers/). Each run checks
+that the queue holds exactly the jobs enqueued.
+
+Before the clock starts, each opens its N connections (N concurrent PINGs; BullMQ's client has one) and
+enqueues one job (loading its scripts, if it has any); rqfast removes its queue's list after that job,
+BullMQ's and a peer's is counted in its check.
 """
 
 from __future__ import annotations
@@ -15,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench import bull_side, jobs
-from bench.child import NotAvailable
+from bench.child import MeasurementError, NotAvailable
 from bench.libs import Lib
+from bench.peers import Peer, harness, side
 from bench.redis_server import Target
 from bench.rq_side import check_queued, make_queue
 
@@ -84,11 +92,36 @@ def measure(lib: Lib, target: Target, count: int, callers: int) -> dict[str, flo
 
 def bull(target: Target, count: int, callers: int) -> dict[str, float]:
     async def main() -> float:
-        queue = bull_side.make_queue(target)
-        await queue.getJobCounts('waiting')
+        queue = bull_side.make_queue(target)  # one connection (BullMQ's client is single_connection_client)
+        await queue.add('noop', {})  # the warm-up job (loads its script): counted below
         elapsed = await _callers(count, callers, lambda: queue.add('noop', {}))
-        await bull_side.check_count(queue, 'waiting', count)
+        await bull_side.check_count(queue, 'waiting', count + 1)
         await queue.close()
         return elapsed
 
     return {f'async-{callers}': count / asyncio.run(main())}
+
+
+PEER_JOB = 'noop_async'  # the peers' no-op job (bench/jobs.py), as on the peers' enqueue rows
+
+
+def peer(who: Peer, target: Target, count: int, callers: int) -> dict[str, float]:
+    """arq, saq or taskiq: its async producer (the side module's async_producer) awaited from `callers`
+    coroutines."""
+    module = side(who)
+    harness.quiet(target)
+    if not hasattr(module, 'async_producer'):
+        raise NotAvailable(f'{who.name} has no async producer')
+
+    async def main() -> float:
+        send, close = await module.async_producer(target.url, PEER_JOB, callers)
+        await send()  # the warm-up job: counted below
+        elapsed = await _callers(count, callers, send)
+        await close()
+        return elapsed
+
+    elapsed = asyncio.run(main())
+    waiting = module.queued(target.url)
+    if waiting != count + 1:
+        raise MeasurementError(f'{waiting} jobs queued, {count} were enqueued (and 1 before the clock started)')
+    return {f'async-{callers}': count / elapsed}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from bench import async_producers, bull_side, counting, floors, history, rq_side
+from bench import async_producers, bull_side, counting, floors, history, peers, rq_side
 from bench.child import NotAvailable
 from bench.libs import Lib
 from bench.redis_server import Target
@@ -198,12 +199,13 @@ ASYNC_CALLERS = (10, 100)
 
 
 def _async_producers(callers: int, count: int, target: Target) -> Scenario:
-    """Issue 35's rows: `count` single enqueues from `callers` concurrent coroutines (bench/async_producers.py)."""
+    """Issue 35's rows: `count` single enqueues from `callers` concurrent coroutines (bench/async_producers.py);
+    arq, saq and taskiq measure theirs too (columns when --only names these rows, or with --peers)."""
     rows = [
         Row(
             f'async-{callers}',
             f'single insert, {count:,} jobs, {callers} coroutines (rqfast: await AsyncQueue.enqueue; '
-            f'RQ: enqueue in a thread pool of {callers}; BullMQ: await add)',
+            f'RQ: enqueue in a thread pool of {callers}; BullMQ: await add; arq, saq, taskiq: their async enqueue)',
             JOBS_PER_S,
         ),
         Row(
@@ -212,11 +214,15 @@ def _async_producers(callers: int, count: int, target: Target) -> Scenario:
             JOBS_PER_S,
         ),
     ]
+    others: dict[str, Callable[[], Any]] = {
+        peer.name: partial(async_producers.peer, peer, target, count, callers) for peer in peers.PEERS if peer.producer
+    }
     return Scenario(
         f'async-{callers}',
         rows,
         lambda lib: async_producers.measure(lib, target, count, callers),
         lambda: async_producers.bull(target, count, callers),
+        others=others,
     )
 
 
