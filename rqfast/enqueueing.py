@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
 from .defaults import ENQUEUE_CHUNK
+from .options import DEFAULTS
 from .rate_limit import RateLimit
 from .scriptrecords import EnqueueRecord
 from .status import JobStatus
@@ -70,26 +71,29 @@ EnqueueData = namedtuple(
 
 
 class EnqueueArgs(NamedTuple):
+    """What Queue.parse_args returns: the function, its arguments, and every option of enqueue() (rqfast.options'
+    table, which tests/test_options.py holds these fields and defaults to; Queue.enqueue_call takes them by name)."""
+
     func: Any
-    timeout: Any
-    description: str | None
-    result_ttl: Any
-    ttl: Any
-    failure_ttl: Any
-    depends_on: Any
-    job_id: str | None
-    at_front: bool
-    meta: dict[str, Any] | None
-    retry: Retry | None
-    repeat: Repeat | None
-    on_success: Any
-    on_failure: Any
-    on_stopped: Any
-    pipeline: Pipeline | None
-    unique: bool
-    args: Any
-    kwargs: Any
-    webhooks: Any
+    timeout: Any = None
+    description: str | None = None
+    result_ttl: Any = None
+    ttl: Any = None
+    failure_ttl: Any = None
+    depends_on: Any = None
+    job_id: str | None = None
+    at_front: bool = False
+    meta: dict[str, Any] | None = None
+    retry: Retry | None = None
+    repeat: Repeat | None = None
+    on_success: Any = None
+    on_failure: Any = None
+    on_stopped: Any = None
+    pipeline: Pipeline | None = None
+    unique: bool = False
+    args: Any = None
+    kwargs: Any = None
+    webhooks: Any = None
     rate_limit: RateLimit | None = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
@@ -97,24 +101,15 @@ class EnqueueArgs(NamedTuple):
     throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
-_OPTION_NAMES = (
-    'job_timeout',
-    'description',
-    'result_ttl',
-    'ttl',
-    'failure_ttl',
-    'depends_on',
-    'job_id',
-    'at_front',
-    'meta',
-    'retry',
-    'repeat',
-    'on_success',
-    'on_failure',
-    'on_stopped',
-    'pipeline',
-    'unique',
-)
+_ARGS, _KWARGS = EnqueueArgs._fields.index('args'), EnqueueArgs._fields.index('kwargs')
+_DEFAULT_ROW = [DEFAULTS.get(name) for name in EnqueueArgs._fields]
+
+
+def enqueue_args(func: Any, args: Any, kwargs: Any, options: Mapping[str, Any] | None = None) -> EnqueueArgs:
+    """Queue.parse_args' answer: the call and its options by name (None: every option at its default)."""
+    row = _DEFAULT_ROW.copy() if options is None else [options.get(name) for name in EnqueueArgs._fields]
+    row[0], row[_ARGS], row[_KWARGS] = func, args, kwargs
+    return EnqueueArgs._make(row)
 
 
 def store_jobs(

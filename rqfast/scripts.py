@@ -132,9 +132,9 @@ def enqueue_cron_job(
     args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv()]
     args += [name, '' if window is None else repr(window), description, ' '.join(own), repr(score)]
     args += [history_limit, history_ttl]
-    reply = call('enqueue_cron_job', connection, args)
-    status = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-    return status, (float(reply[1]) if status == 'refused' else None)
+    status, *refused = call('enqueue_cron_job', connection, args)  # {status} or {"refused", score}
+    refused_at = float(refused[0]) if _text(status) == 'refused' else None
+    return _text(status), refused_at
 
 
 def enqueue_debounced_call(
@@ -146,7 +146,8 @@ def enqueue_debounced_call(
 
 
 def debounced_status(reply: Sequence[Any]) -> str:
-    return _text(reply[0])
+    (status,) = reply
+    return _text(status)
 
 
 def enqueue_debounced(
@@ -166,11 +167,11 @@ def enqueue_throttled_call(
 def throttled(reply: Sequence[Any]) -> tuple[str, str, dict[bytes, bytes]]:
     """enqueue_throttled.lua's reply: (the job's status, '', {}), or ('throttled', the holder's id, the
     holder's job hash, {} when it is gone) with nothing written."""
-    status = _text(reply[0])
-    if status != 'throttled':
-        return status, '', {}
-    flat = reply[2]
-    return status, _text(reply[1]), dict(zip(flat[::2], flat[1::2], strict=True))
+    status, *held = reply  # {status} or {"throttled", holder id, its hash}
+    if _text(status) != 'throttled':
+        return _text(status), '', {}
+    holder, flat = held
+    return 'throttled', _text(holder), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def enqueue_throttled(
@@ -192,7 +193,8 @@ def cancel_job_call(
 def canceled(reply: Sequence[Any]) -> tuple[int, dict[str, list[str]]]:
     """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
     (-1, {}) when it was canceled already."""
-    return int(reply[0]), by_queue(reply[1:])
+    outcome, *released = reply  # {1, origin, id, ...}, {0} or {-1}
+    return int(outcome), by_queue(released)
 
 
 def cancel_job(
@@ -271,7 +273,33 @@ def schedule_jobs(
     if len(reply) % 2:
         last = reply.pop()
         due = float(last) if last else None
-    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)], due
+    return [(int(state), int(moved)) for state, moved in zip(reply[::2], reply[1::2], strict=True)], due
+
+
+class CleanStats(NamedTuple):
+    """clean_registries.lua's counts, by name (in its header's order)."""
+
+    finished_expired: int
+    failed_expired: int
+    dropped: int
+    dead_workers: int
+    group_jobs_pruned: int
+    groups_dropped: int
+    rate_limit_slots_freed: int
+    rate_limit_promoted: int
+    ready_enqueued: int
+    ready_dropped: int
+
+
+class CleanReply(NamedTuple):
+    """clean_registries.lua's reply, by name: the abandoned jobs ({queue, member, fields...} each), the
+    rescued intermediate ids (flat: queue, id), the counts, the queues another cleaner held, the ready ids pushed."""
+
+    abandoned: list[Any]
+    rescued: list[Any]
+    stats: CleanStats
+    locked: list[Any]
+    ready: list[Any]
 
 
 def clean_registries(
@@ -285,10 +313,10 @@ def clean_registries(
     job_fields: Sequence[str],
     queues: list[str],
     group_lock_ttl: int = 0,
-) -> list[Any]:
-    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
-    rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
-    group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
+) -> CleanReply:
+    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): its CleanReply. A
+    whole pass cleans the groups when group_lock_ttl is 0, else only if it takes the group-cleaning lock for
+    that many seconds."""
     args: list[Value] = [
         now_float,
         cutoff,
@@ -303,7 +331,8 @@ def clean_registries(
         utcformat(now()),  # promoted rate-limited jobs' enqueued_at
         group_lock_ttl,
     ]
-    return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
+    abandoned, rescued, stats, locked, ready = script('clean_registries')(connection, args)
+    return CleanReply(abandoned, rescued, CleanStats(*(int(n) for n in stats)), locked, ready)
 
 
 # --- the scripts of RQ's public dependency and job calls. `pipeline`: the caller's, where RQ's method takes
