@@ -305,8 +305,11 @@ def test_poison_taken_by_the_blocking_wait(redis_conn: redis.Redis) -> None:
 
     def produce() -> None:
         time.sleep(1)  # the worker waits on its blocking pop by now (or soon: the outcome is the same)
-        made['bad'] = q.enqueue(jobs.noop)
+        made['bad'] = Queue('staging', connection=redis_conn).enqueue(jobs.noop)  # made whole, then queued
+        redis_conn.delete('rq:queue:staging')
         redis_conn.hdel(made['bad'].key, 'data')
+        redis_conn.hset(made['bad'].key, 'origin', 'q')
+        redis_conn.rpush(q.key, made['bad'].id)
         redis_conn.set('rq:job:a-string', 'x')
         redis_conn.rpush(q.key, 'a-string')
         made['after'] = q.enqueue(jobs.add, 20, 22)
