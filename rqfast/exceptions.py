@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from redis.exceptions import OutOfMemoryError
+
 from .rq_interop import BaseStandIn, StandIn, adopt_rq_bases
 
 
@@ -72,6 +74,20 @@ class StopRequested(StandIn):
 
 class WorkerConfigurationError(Exception):
     """A worker was given options it cannot run with (bad class path, bad URL, no queues)."""
+
+
+class RedisFullError(OutOfMemoryError):
+    """Redis refused a write: its memory is at `maxmemory` and its policy evicts nothing (noeviction).
+
+    rqfast's own (RQ has no such name): a subclass of redis-py's OutOfMemoryError, so `except
+    redis.exceptions.ResponseError` (or RedisError) catches it too. Raised by a script call refused
+    whole: nothing of it was written."""
+
+    def __init__(self, what: str, error: BaseException) -> None:
+        super().__init__(
+            f'rqfast: Redis is full (used memory > maxmemory, policy noeviction): {what} was refused and '
+            f'nothing of it written; free memory or raise maxmemory, then send it again (Redis said: {error})'
+        )
 
 
 adopt_rq_bases(sys.modules[__name__])

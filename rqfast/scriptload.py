@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from redis import Redis
 from redis import __version__ as redis_version
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, NoPermissionError, NoScriptError, ReadOnlyError, ResponseError
+from redis.exceptions import DataError, NoPermissionError, NoScriptError, OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
+from .exceptions import RedisFullError
 
 _hiredis_pack: Callable[..., bytes] | None
 try:  # an optional dependency: hiredis packs commands when installed (DirectLine, packed(), _send_pooled)
@@ -92,12 +93,19 @@ def _library(name: str, parts: dict[str, str], function: str) -> str:
         + 'local function main()\n'
         + own
         + 'end\n'
-        + f"redis.register_function('{function}', function(keys, args)\n"
+        + f"redis.register_function{{function_name='{function}', callback=function(keys, args)\n"
         + '  KEYS, ARGV = keys, args\n'
         + prefix
         + '  return main()\n'
-        + 'end)\n'
+        + ("end, flags={'allow-oom'}}\n" if name in ALLOW_OOM else 'end}\n')
     )
+
+
+# Scripts a full Redis (maxmemory, noeviction) still runs: the heartbeat, so that jobs running while it
+# is full stay alive (their started-registry entries are renewed: nothing grows, fields are replaced).
+# As a function: flag allow-oom; as EVALSHA: its first write is an EXPIRE, which is not refused (Redis
+# refuses a script's write only while the script has written nothing).
+ALLOW_OOM = frozenset({'heartbeat'})
 
 
 # Redis Cluster, while the prefix's slot moves to another master (docs/connections.md): between the
@@ -122,6 +130,13 @@ def _while_slot_moves(call: Callable[[], Any]) -> Any:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(SLOT_MOVING_PAUSE)
+
+
+def _full(name: str, exc: OutOfMemoryError) -> RedisFullError:
+    """Redis at maxmemory with noeviction refused the call (a function without allow-oom is refused
+    whole; an EVALSHA script at its first write that may grow memory, before any other write): one
+    clear error, nothing written."""
+    return exc if isinstance(exc, RedisFullError) else RedisFullError(f'the {name} call', exc)
 
 
 class Script:
@@ -154,16 +169,22 @@ class Script:
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
         pool = _plain_pool(client)
-        if pool is not None:
-            return _while_slot_moves(lambda: self._run(client, lambda head: _send_pooled(pool, (*head, *args))))
-        return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
+        try:
+            if pool is not None:
+                return _while_slot_moves(lambda: self._run(client, lambda head: _send_pooled(pool, (*head, *args))))
+            return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
+        except OutOfMemoryError as exc:
+            raise _full(self.name, exc) from exc
 
     def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         """__call__ with the arguments in pieces: lists of them, and runs of them packed already
         (packed()); on a connection that splices (spliceable())."""
-        return _while_slot_moves(
-            lambda: self._run(connection, lambda head: connection.execute_spliced([head, *pieces]))
-        )
+        try:
+            return _while_slot_moves(
+                lambda: self._run(connection, lambda head: connection.execute_spliced([head, *pieces]))
+            )
+        except OutOfMemoryError as exc:
+            raise _full(self.name, exc) from exc
 
     def _run(self, client: Any, send: Callable[[tuple[Any, ...]], Any]) -> Any:
         """send(head) with the head of an FCALL of this script's function, or of an EVALSHA; loading

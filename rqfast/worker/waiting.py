@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from redis import Redis
-from redis.exceptions import AskError, ClusterDownError, TryAgainError
+from redis.exceptions import AskError, ClusterDownError, OutOfMemoryError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -32,8 +32,19 @@ from . import keyspaces
 
 # Redis out of reach for a while, as the worker sees it: a lost connection or a timeout, or a Redis Cluster
 # failing over (CLUSTERDOWN: every node refuses every command until a replica has taken over, so nothing
-# ran) or moving a slot (TRYAGAIN). The loop and the recorder back off and send the call again.
-REDIS_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError)
+# ran) or moving a slot (TRYAGAIN), or full (OOM: at maxmemory with noeviction, a script call is refused
+# before it writes anything; rqfast.exceptions.RedisFullError). The loop and the recorder back off and
+# send the call again; a full Redis is logged once per wait (redis_lost, Recorder._retrying).
+REDIS_LOST = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError, OutOfMemoryError)
+
+
+def full_message(exc: Exception, backoff: Backoff) -> tuple[int, str] | None:
+    """For a full Redis: the level (ERROR the first time in a backoff, DEBUG after) and the line's
+    tail; None for any other error. Call before backoff.next()."""
+    if not isinstance(exc, OutOfMemoryError):
+        return None
+    level = logging.ERROR if backoff.delay == backoff.first else logging.DEBUG
+    return level, f'{exc}; keeping it and sending it again every {backoff.cap:.0f} s at most until Redis has room'
 
 
 class Interrupting(Protocol):
@@ -88,8 +99,14 @@ def stays_suspended(context: Named, recorder: StateKeeper, stop: Interrupting, b
 
 
 def redis_lost(context: Named, stop: Interrupting, exc: Exception, backoff: Backoff) -> None:
-    """Redis unreachable while the loop claims or waits: logged, then the backoff's next pause (a stop ends it)."""
+    """Redis unreachable (or full) while the loop claims or waits: logged, then the backoff's next pause
+    (a stop ends it). A full Redis is logged once per backoff (then at DEBUG)."""
+    full = full_message(exc, backoff)
     delay = backoff.next()
+    if full is not None:
+        context.log.log(full[0], 'Worker %s: could not claim or wait: %s', context.name, full[1])
+        stop.interruptibly(time.sleep, delay)
+        return
     context.log.error('Worker %s: could not connect to Redis: %s; retrying in %.0f s', context.name, exc, delay)
     stop.interruptibly(time.sleep, delay)
 
