@@ -179,3 +179,35 @@ def _build_cluster(client_class: Any, kwargs: dict[str, Any], found: Any, client
 
 
 _set_class = object.__dict__['__class__'].__set__  # assigns __class__ past LazyClient's property
+
+
+def eviction_warning(connection: Any) -> str | None:
+    """A line warning that this Redis may evict rqfast's keys: its `maxmemory-policy` is not
+    `noeviction`. None when it is, or when the server will not say (CONFIG GET refused, as managed
+    Redis services do, or any other error): never raises."""
+    try:
+        answer: Any = connection.config_get('maxmemory-policy')
+        found = _policy(answer)
+    except Exception:
+        return None
+    if found is None or found == 'noeviction':
+        return None
+    return (
+        f"Redis's maxmemory-policy is {found}, not noeviction: once Redis is full it may evict job hashes, "
+        'queues and registries, and their jobs vanish or fail (docs/reliability.md); set '
+        'maxmemory-policy noeviction'
+    )
+
+
+def _policy(answer: Any) -> str | None:
+    """The policy in a CONFIG GET answer (a dict; a Redis Cluster client's: a dict per node, the first)."""
+    if not isinstance(answer, dict):
+        return None
+    for key in ('maxmemory-policy', b'maxmemory-policy'):
+        if key in answer:
+            value = answer[key]
+            return value.decode() if isinstance(value, bytes) else str(value)
+    for value in answer.values():
+        if isinstance(value, dict):
+            return _policy(value)
+    return None

@@ -14,14 +14,18 @@ The same under load, with every class at once, is in tests/chaos/test_chaos.py.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import redis
+from click.testing import CliRunner
 
-from rqfast import Queue
+from rqfast import Queue, SimpleWorker, SpawnWorker, Worker
+from rqfast.cli import main
 from rqfast.exceptions import RedisFullError
 
 try:
@@ -135,3 +139,89 @@ def test_a_job_running_while_redis_is_full_stays_alive(private: redis.Redis, tmp
         assert fleet.runs(marks, job.id) == (1, 1)
     finally:
         worker.stop()
+
+
+# --- an evicting policy
+
+
+@contextmanager
+def redis_with(tmp_path: Path, *options: str) -> Iterator[redis.Redis]:
+    port = redis_servers.free_port()
+    conn = redis.Redis(port=port)
+    args = ['--port', str(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', *options]
+    with redis_servers.server(tmp_path / 'redis', args, conn.ping):
+        yield conn
+    conn.close()
+
+
+EVICTING = "Redis's maxmemory-policy is allkeys-lru, not noeviction"
+
+
+@pytest.mark.parametrize('worker_class', [SimpleWorker, Worker, SpawnWorker], ids=lambda c: c.__name__)
+def test_a_worker_warns_once_at_start_of_an_evicting_policy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, worker_class: type
+) -> None:
+    with redis_with(tmp_path, '--maxmemory-policy', 'allkeys-lru') as conn:
+        job = Queue('q', connection=conn).enqueue('builtins.len', 'abc')
+        with caplog.at_level(logging.WARNING, logger='rqfast'):
+            worker_class(['q'], connection=conn).work(burst=True, logging_level='WARNING')
+        assert conn.hget(job.key, 'status') == b'finished'
+    warned = [r for r in caplog.records if EVICTING in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
+    assert 'set maxmemory-policy noeviction' in warned[0].getMessage()
+
+
+def test_no_warning_with_noeviction_nor_when_config_get_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with redis_with(tmp_path / 'a') as conn, caplog.at_level(logging.WARNING, logger='rqfast'):
+        SimpleWorker(['q'], connection=conn).work(burst=True, logging_level='WARNING')
+    # a managed Redis that refuses CONFIG (here: renamed away), with an evicting policy: nothing said
+    with redis_with(tmp_path / 'b', '--maxmemory-policy', 'allkeys-lru', '--rename-command', 'CONFIG', '') as conn:
+        with pytest.raises(redis.ResponseError):
+            conn.config_get('maxmemory-policy')
+        job = Queue('q', connection=conn).enqueue('builtins.len', 'abc')
+        with caplog.at_level(logging.WARNING, logger='rqfast'):
+            SimpleWorker(['q'], connection=conn).work(burst=True, logging_level='WARNING')
+        assert conn.hget(job.key, 'status') == b'finished'
+    assert not [r for r in caplog.records if 'maxmemory-policy' in r.getMessage()]
+
+
+def test_rqfast_info_warns_of_an_evicting_policy(tmp_path: Path) -> None:
+    with redis_with(tmp_path, '--maxmemory-policy', 'volatile-ttl') as conn:
+        port = conn.connection_pool.connection_kwargs['port']
+        result = CliRunner().invoke(main, ['info', '--url', f'redis://127.0.0.1:{port}/0'])
+        assert result.exit_code == 0, result.output
+        assert "Warning: Redis's maxmemory-policy is volatile-ttl, not noeviction" in result.output
+        conn.config_set('maxmemory-policy', 'noeviction')
+        result = CliRunner().invoke(main, ['info', '--url', f'redis://127.0.0.1:{port}/0'])
+        assert result.exit_code == 0 and 'maxmemory-policy' not in result.output
+
+
+@pytest.mark.parametrize('worker_class', [SimpleWorker, Worker, SpawnWorker], ids=lambda c: c.__name__)
+def test_evicted_job_hashes_are_dropped_and_logged_the_worker_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, worker_class: type
+) -> None:
+    """What eviction does to queued jobs: Redis evicts job hashes (volatile-random: keys with a TTL, here
+    the jobs' hashes and nothing else), their ids stay queued. Each claim of such an id drops it and
+    says so, once; the worker goes on with the rest. The evicted jobs are gone for good: hence the
+    warning, and noeviction."""
+    with redis_with(tmp_path, '--maxmemory-policy', 'volatile-random') as conn:
+        q = Queue('q', connection=conn)
+        jobs = [q.enqueue('builtins.len', 'x' * 2000, ttl=600) for _ in range(100)]
+        for i in range(20):
+            conn.set(f'filler:{i}', b'x' * 100_000)
+        conn.config_set('maxmemory', int(conn.info('memory')['used_memory']) - 60_000)
+        conn.ping()  # (Redis evicts before a command while it is over maxmemory)
+        evicted = [job.id for job in jobs if not conn.exists(job.key)]
+        assert int(conn.info('stats')['evicted_keys']) == len(evicted) and 0 < len(evicted) < 100
+        conn.config_set('maxmemory', 0)
+        with caplog.at_level(logging.WARNING, logger='rqfast'):
+            worker_class(['q'], connection=conn).work(burst=True, logging_level='WARNING')
+        statuses = [conn.hget(job.key, 'status') for job in jobs if job.id not in evicted]
+        assert statuses == [b'finished'] * (100 - len(evicted)) and q.count == 0
+    messages = [r.getMessage() for r in caplog.records]
+    for job_id in evicted:
+        dropped = [m for m in messages if job_id in m]
+        assert len(dropped) == 1 and 'it has no job hash (deleted, expired or evicted)' in dropped[0], dropped
+    assert sum('maxmemory-policy is volatile-random' in m for m in messages) == 1

@@ -124,7 +124,7 @@ def idle_wait(dequeue_timeout: int, idle_since: float, max_idle_time: int | None
 def log_dropped(log: logging.Logger, name: str, claim: Any) -> None:
     """What a claim popped and could not run: ids without a job hash, ids moved to rq:dead-letter:<q>."""
     for job_id in claim.dropped:
-        log.warning('Worker %s: dropped job id %s: it has no job hash', name, job_id)
+        log.warning('Worker %s: dropped job id %s: it has no job hash (deleted, expired or evicted)', name, job_id)
     for queue, job_id, reason in claim.dead_lettered:
         where = keys.dead_letter_key(queue)
         log.error('Worker %s: job id %r cannot be run (%s); moved aside to %s', name, job_id, reason, where)
