@@ -9,8 +9,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from redis.exceptions import OutOfMemoryError
-
 from .rq_interop import BaseStandIn, StandIn, adopt_rq_bases
 
 
@@ -76,18 +74,15 @@ class WorkerConfigurationError(Exception):
     """A worker was given options it cannot run with (bad class path, bad URL, no queues)."""
 
 
-class RedisFullError(OutOfMemoryError):
-    """Redis refused a write: its memory is at `maxmemory` and its policy evicts nothing (noeviction).
+def __getattr__(name: str) -> Any:
+    """rqfast's own errors of a Redis that is full or silent (RedisFullError, RedisNoReplyError), from
+    rqfast.redis_errors: imported when asked for, since they subclass redis-py's (a spawned child that
+    imports this module does not import redis-py)."""
+    if name in ('RedisFullError', 'RedisNoReplyError'):
+        from . import redis_errors
 
-    rqfast's own (RQ has no such name): a subclass of redis-py's OutOfMemoryError, so `except
-    redis.exceptions.ResponseError` (or RedisError) catches it too. Raised by a script call refused
-    whole: nothing of it was written."""
-
-    def __init__(self, what: str, error: BaseException) -> None:
-        super().__init__(
-            f'rqfast: Redis is full (used memory > maxmemory, policy noeviction): {what} was refused and '
-            f'nothing of it written; free memory or raise maxmemory, then send it again (Redis said: {error})'
-        )
+        return getattr(redis_errors, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 adopt_rq_bases(sys.modules[__name__])

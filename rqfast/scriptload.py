@@ -22,7 +22,8 @@ from redis.exceptions import DataError, NoPermissionError, NoScriptError, OutOfM
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
-from .exceptions import RedisFullError
+from .defaults import REPLY_TIMEOUT
+from .redis_errors import RedisFullError, RedisNoReplyError
 
 _hiredis_pack: Callable[..., bytes] | None
 try:  # an optional dependency: hiredis packs commands when installed (DirectLine, packed(), _send_pooled)
@@ -139,6 +140,11 @@ def _full(name: str, exc: OutOfMemoryError) -> RedisFullError:
     return exc if isinstance(exc, RedisFullError) else RedisFullError(f'the {name} call', exc)
 
 
+def _silent(name: str, exc: RedisTimeoutError) -> RedisTimeoutError:
+    """No reply in time: one clear error (rqfast.exceptions.RedisNoReplyError, a redis-py TimeoutError)."""
+    return exc if isinstance(exc, RedisNoReplyError) else RedisNoReplyError(f'the {name} call', REPLY_TIMEOUT, exc)
+
+
 class Script:
     """A script file with the files it includes in front (see _source): called as a Redis function
     (FCALL) where the server has them, else by its sha1 (EVALSHA).
@@ -175,6 +181,8 @@ class Script:
             return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
         except OutOfMemoryError as exc:
             raise _full(self.name, exc) from exc
+        except RedisTimeoutError as exc:
+            raise _silent(self.name, exc) from exc
 
     def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         """__call__ with the arguments in pieces: lists of them, and runs of them packed already
@@ -185,6 +193,8 @@ class Script:
             )
         except OutOfMemoryError as exc:
             raise _full(self.name, exc) from exc
+        except RedisTimeoutError as exc:
+            raise _silent(self.name, exc) from exc
 
     def _run(self, client: Any, send: Callable[[tuple[Any, ...]], Any]) -> Any:
         """send(head) with the head of an FCALL of this script's function, or of an EVALSHA; loading
@@ -351,20 +361,53 @@ def _send_pooled(pool: Any, command: tuple[Any, ...]) -> Any:
     except TypeError as exc:  # an argument of no type Redis takes, as redis-py's hiredis packer says it
         raise DataError(str(exc)) from exc
     conn = pool.get_connection()
+    own = getattr(conn, 'socket_timeout', None)
+    deadline = time.monotonic() + REPLY_TIMEOUT  # (a silent network: see bound())
+    bounded = False
 
     def send() -> Any:
+        nonlocal bounded
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _PastDeadline()
+        if own is None or own > left:
+            bound(conn, left)
+            bounded = True
         conn.send_packed_command(packed)
         return conn.read_response()
 
     try:
         return conn.retry.call_with_retry(send, lambda error: conn.disconnect())
+    except _PastDeadline:  # (not one of the errors the connection's Retry retries: it ends the call)
+        raise RedisTimeoutError(f'no reply in {REPLY_TIMEOUT} s, its connection retries included') from None
     finally:
         try:
+            if bounded:
+                bound(conn, own)
             if getattr(conn, 'should_reconnect', bool)():  # (redis-py's maintenance notifications)
                 conn.disconnect()
                 conn.connect()
         finally:
             pool.release(conn)
+
+
+class _PastDeadline(Exception):
+    """A script call's attempts have taken REPLY_TIMEOUT: no more (_send_pooled)."""
+
+
+def bound(conn: Any, seconds: float | None) -> None:
+    """Give a redis-py connection (and its socket, if connected) the socket timeout `seconds`: a read,
+    or a reconnect's handshake, that gets no reply for that long raises redis-py's TimeoutError. rqfast
+    bounds its own script calls so (REPLY_TIMEOUT in all, a pooled call's retries included; a worker's
+    claim and finish connection per call): a silent network path (one that drops everything without
+    closing) is an error within the bound, never a hang."""
+    conn.socket_timeout = seconds
+    sock = getattr(conn, '_sock', None)
+    if sock is not None:
+        try:
+            sock.settimeout(seconds)
+        except OSError:
+            pass
 
 
 class DirectLine:
@@ -378,6 +421,10 @@ class DirectLine:
     def __init__(self, connection: Redis) -> None:
         self._client = Redis(connection_pool=connection.connection_pool, single_connection_client=True)
         self._pack: Callable[..., bytes] | None = _hiredis_pack
+        line: Any = self._client.connection
+        own = getattr(line, 'socket_timeout', None)
+        if line is not None and (own is None or own > REPLY_TIMEOUT):
+            bound(line, REPLY_TIMEOUT)  # (the worker's own connection: a silent network is noticed)
 
     def execute_command(self, *args: Any) -> Any:
         line: Any = self._client.connection  # redis-py's Connection methods are untyped

@@ -15,24 +15,29 @@ The same under load, with every class at once, is in tests/chaos/test_chaos.py.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from click.testing import CliRunner
 
-from rqfast import Queue, SimpleWorker, SpawnWorker, Worker
+from rqfast import Queue, SimpleWorker, SpawnWorker, Worker, scriptload
 from rqfast.cli import main
-from rqfast.exceptions import RedisFullError
+from rqfast.exceptions import RedisFullError, RedisNoReplyError
+from rqfast.worker import waiting
 
 try:
     import fleet
     import redis_servers
+    from silent_proxy import SilentProxy
 except ImportError:  # tests/ became a package
     from tests import fleet, redis_servers  # type: ignore[no-redef]
+    from tests.silent_proxy import SilentProxy  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.timeout(120)
 CLASSES = ('SimpleWorker', 'Worker', 'SpawnWorker')
@@ -225,3 +230,68 @@ def test_evicted_job_hashes_are_dropped_and_logged_the_worker_goes_on(
         dropped = [m for m in messages if job_id in m]
         assert len(dropped) == 1 and 'it has no job hash (deleted, expired or evicted)' in dropped[0], dropped
     assert sum('maxmemory-policy is volatile-random' in m for m in messages) == 1
+
+
+# --- a silent network path (tests/silent_proxy.py): bounds shortened here, the defaults in tests/chaos
+
+
+@pytest.fixture
+def proxy(private: redis.Redis) -> Iterator[SilentProxy]:
+    silent = SilentProxy(private.connection_pool.connection_kwargs['port'])
+    yield silent
+    silent.close()
+
+
+def test_an_enqueue_over_a_silent_path_raises_one_clear_error_within_the_bound(
+    private: redis.Redis, proxy: SilentProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scriptload, 'REPLY_TIMEOUT', 2)
+    producer = redis.Redis(port=proxy.port, socket_timeout=None)  # (redis-py's default before 6: no timeout)
+    q = Queue('q', connection=producer)
+    q.enqueue('builtins.len', 'a')  # (a connection in the pool, made while the path was fine)
+    proxy.silence()
+    started = time.monotonic()
+    with pytest.raises(RedisNoReplyError) as raised:
+        q.enqueue('builtins.len', 'b')
+    took = time.monotonic() - started
+    assert isinstance(raised.value, redis.exceptions.TimeoutError)
+    assert str(raised.value).startswith('rqfast: no reply from Redis to the enqueue_jobs call in time (at most 2 s)')
+    assert 'it may or may not have run' in str(raised.value)
+    assert took < 2 + 5, took  # the bound, the client's retry backoff aside
+    proxy.restore()
+    q.enqueue('builtins.len', 'c')  # a new connection: the path is back
+    assert Queue('q', connection=private).count >= 2
+
+
+def test_an_idle_worker_notices_a_silent_path_and_runs_the_queue_once_it_returns(
+    private: redis.Redis, proxy: SilentProxy, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker's blocking wait goes unanswered: noticed within its timeout + 1 + WAIT_REPLY_MARGIN s,
+    logged, then it reconnects with backoff; a job enqueued while the path is silent runs once it is back."""
+    monkeypatch.setattr(waiting, 'WAIT_REPLY_MARGIN', 1)
+    monkeypatch.setattr(scriptload, 'REPLY_TIMEOUT', 3)
+    over_proxy = redis.Redis(port=proxy.port)
+    worker = SimpleWorker(['q'], connection=over_proxy)
+    worker.dequeue_timeout = 1
+    job: dict[str, Any] = {}
+
+    def silence_then_restore() -> None:
+        time.sleep(1.5)  # (the worker waits on its blocking move by now)
+        proxy.silence()
+        # (Redis itself is fine. Enqueued once the blocking move sent before the silence has timed out:
+        # one that took the job would have lost its reply, leaving the id in the intermediate list until
+        # maintenance puts it back, a minute later: docs/reliability.md)
+        time.sleep(3)
+        job['job'] = Queue('q', connection=private).enqueue('builtins.len', 'abc')
+        time.sleep(5)
+        proxy.restore()
+
+    fault = threading.Thread(target=silence_then_restore)
+    fault.start()
+    with caplog.at_level(logging.ERROR, logger='rqfast'):
+        worker.work(max_jobs=1, logging_level='WARNING')
+    fault.join()
+    assert job['job'].get_status() == 'finished'
+    noticed = [r.getMessage() for r in caplog.records if 'no reply from Redis to a blocking wait' in r.getMessage()]
+    assert noticed, [r.getMessage() for r in caplog.records]
+    assert proxy.dropped > 0

@@ -35,7 +35,7 @@ from redis import Redis
 
 from .. import engine, keys
 from ..as_rq import logger_name
-from ..connections import eviction_warning
+from ..connections import bound_handshakes, eviction_warning
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
     DEFAULT_RESULT_TTL,
@@ -141,6 +141,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         given = queue_list(queues)
         self.connection = connection = connection_of(given, connection)
         configure_socket_timeout(connection, self.connection_timeout)
+        bound_handshakes(connection)  # (a connection made while the network is silent: docs/reliability.md)
         self.queues = [worker_queue(q, connection, self.queue_class, self.job_class, self.serializer) for q in given]
         self.name = name or uuid.uuid4().hex
         self.default_result_ttl = default_result_ttl

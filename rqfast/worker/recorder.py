@@ -134,7 +134,7 @@ class Recorder:
         if self._waiter is None or self._waiter.queues != self.order.names:
             if self._waiter is not None:
                 self._waiter.close()
-            self._waiter = Waiter(self.context.connection, list(self.order.names))
+            self._waiter = Waiter(self.context.connection, list(self.order.names), self.context.dequeue_timeout)
         return self._waiter
 
     # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)
