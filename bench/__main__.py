@@ -4,6 +4,7 @@ Measures rqfast and RQ (and BullMQ, if installed) against the same private redis
 run and prints a markdown table, also written to bench/results/<date>-<host>.md. With --baseline,
 rqfast as of git revision REV runs in the same run as a column of its own. With --peers, the peers
 rows instead: rqfast beside dramatiq, celery, huey, arq, saq and taskiq (pip install -e ".[peers]").
+`--only async` adds arq's, saq's and taskiq's async producers to the async rows as columns of their own.
 """
 
 from __future__ import annotations
@@ -96,6 +97,15 @@ def is_peers_row(scenario: Scenario) -> bool:
     return scenario.name.startswith('peers-')
 
 
+def peer_columns(args: argparse.Namespace, scenarios: list[Scenario]) -> list[peers.Peer]:
+    """The peers (of --peers' list) with a measure in the selected rows: with --peers, or when --only picks
+    rows that have them (the async rows' arq, saq and taskiq); a full default run has no peer columns."""
+    if args.peers is None and not args.only:
+        return []
+    wanted = {name for scenario in scenarios for name in scenario.others}
+    return [peer for peer in args.peer_list if peer.name in wanted]
+
+
 def participants(
     self_test: bool, no_bullmq: bool, old: baseline.Baseline | None, others: list[peers.Peer] | None = None
 ) -> tuple[list[Participant], str | None]:
@@ -163,13 +173,17 @@ def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | No
         if args.list:
             print('\n'.join(f'{s.name:<18} {s.rows[0].label}' for s in scenarios))
             return None
-        others = args.peer_list if any(is_peers_row(s) for s in scenarios) else []
+        others = peer_columns(args, scenarios)
         people, bull = participants(args.self_test, args.no_bullmq, old, others)
         where = "user's server" if args.redis_url else f'private redis-server on 127.0.0.1:{target.port}'
         facts = report.machine_facts(target.version, where, people, bull, scale.name, args.runs, usable)
         facts.append(('CPU pinning', pinning))
+        peers_rows = any(is_peers_row(s) for s in scenarios)
         for peer in others:
-            facts.append((peer.name, f'{peers.version(peer)}: {peer.how}'))
+            how = [peer.how] if peers_rows else []
+            if peer.producer and any(s.name.startswith('async-') for s in scenarios):
+                how.append(f'async rows: {peer.producer}')
+            facts.append((peer.name, f'{peers.version(peer)}: {"; ".join(how)}'))
         if old is not None:
             facts.append(('rqfast column', f'the working tree: {baseline.working_tree_fact(REPO_ROOT)}'))
         if args.self_test:
@@ -184,7 +198,16 @@ def measure(args: argparse.Namespace, old: baseline.Baseline | None) -> str | No
         label = old.label if old else None
         peer_labels = [who.label for who in people if who.peer]
         elapsed = time.monotonic() - started
-        return report.document(facts, body, note_lines, args.runs, elapsed, label, peer_labels)
+        return report.document(
+            facts,
+            body,
+            note_lines,
+            args.runs,
+            elapsed,
+            label,
+            peer_labels if peers_rows else None,
+            peer_labels if any(s.name.startswith('async-') and s.others for s in scenarios) else None,
+        )
     finally:
         if server is not None:
             server.stop()

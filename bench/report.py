@@ -177,6 +177,7 @@ def document(
     elapsed: float,
     baseline: str | None = None,
     peer_labels: list[str] | None = None,
+    async_peers: list[str] | None = None,
 ) -> str:
     parts = ['# rqfast benchmark', '']
     parts += [f'- {name}: {value}' for name, value in facts]
@@ -207,6 +208,15 @@ def document(
             'the end of the last job, divided by the jobs; on the enqueue rows, over the enqueueing alone. '
             "rqfast / best peer divides rqfast's median by the best peer's (the highest on ↑ rows, the lowest "
             "on ↓ rows); RQ and BullMQ are not peers there. Each peer's configuration is in the facts above.",
+        ]
+    if async_peers:
+        parts += [
+            '',
+            f'Async rows: {", ".join(async_peers)} take their turns after BullMQ, each with its own async '
+            "producer (in the facts above) awaited from the row's coroutines on one client of its own, the same "
+            'no-op job, checked by counting the jobs it holds in Redis afterwards. Every column opens its '
+            "connections and enqueues one job before the clock starts. rqfast / best peer divides rqfast's "
+            "median by the best of these peers' (BullMQ is not one of them: see BullMQ / rq and rqfast / rq).",
         ]
     if note_lines:
         parts += ['', 'Cells without a figure:', *note_lines]

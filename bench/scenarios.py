@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from bench import bull_side, counting, floors, history, rq_side
+from bench import async_producers, bull_side, counting, floors, history, peers, rq_side
 from bench.child import NotAvailable
 from bench.libs import Lib
 from bench.redis_server import Target
@@ -137,6 +138,7 @@ def build(scale: Scale, target: Target) -> list[Scenario]:
             lambda: bull_side.worker_rate(t, 'cpu', s.cpu, 1, timeout),
         ),
     ]
+    scenarios += [_async_producers(callers, s.single, t) for callers in ASYNC_CALLERS]
     scenarios += [_io_scenario(procs, s.io, t, timeout) for procs in IO_CONCURRENCY]
     bull_counts = _bull_counted(s.count_simple, timeout, t)
     for name, worker_class, count, bull in (
@@ -191,6 +193,37 @@ def _add_floors(scenarios: list[Scenario], s: Scale, t: Target) -> None:
         found[f'conc-aio-{n}'] = lambda n=n: floors.async_sleep_rate(t, s.io * 3, n)
     for scenario in scenarios:
         scenario.floor = found.get(scenario.name)
+
+
+ASYNC_CALLERS = (10, 100)
+
+
+def _async_producers(callers: int, count: int, target: Target) -> Scenario:
+    """Issue 35's rows: `count` single enqueues from `callers` concurrent coroutines (bench/async_producers.py);
+    arq, saq and taskiq measure theirs too (columns when --only names these rows, or with --peers)."""
+    rows = [
+        Row(
+            f'async-{callers}',
+            f'single insert, {count:,} jobs, {callers} coroutines (rqfast: await AsyncQueue.enqueue; '
+            f'RQ: enqueue in a thread pool of {callers}; BullMQ: await add; arq, saq, taskiq: their async enqueue)',
+            JOBS_PER_S,
+        ),
+        Row(
+            f'async-{callers}-threads',
+            f'  the same, enqueue in a thread pool of {callers} (run_in_executor)',
+            JOBS_PER_S,
+        ),
+    ]
+    others: dict[str, Callable[[], Any]] = {
+        peer.name: partial(async_producers.peer, peer, target, count, callers) for peer in peers.PEERS if peer.producer
+    }
+    return Scenario(
+        f'async-{callers}',
+        rows,
+        lambda lib: async_producers.measure(lib, target, count, callers),
+        lambda: async_producers.bull(target, count, callers),
+        others=others,
+    )
 
 
 def _io_scenario(procs: int, count: int, target: Target, timeout: float) -> Scenario:

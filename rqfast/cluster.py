@@ -87,9 +87,40 @@ def keyspace_required(what: str, hint: str) -> None:
 
 
 def check_connection(connection: Any) -> None:
-    """Refuse a cluster connection under a prefix without a hash tag (nothing else is checked)."""
+    """Refuse a cluster connection under a prefix without a hash tag, and an asyncio client (whose
+    commands return coroutines): it belongs to rqfast.asyncio's AsyncQueue."""
     if is_cluster(connection):
         check_keyspaces()
+    elif is_asyncio(connection):
+        raise TypeError(
+            f'rqfast: {type(connection).__module__}.{type(connection).__name__} is an asyncio client; '
+            'rqfast.Queue and Job need a synchronous one (redis.Redis). For redis.asyncio, use '
+            'rqfast.asyncio.AsyncQueue (docs/async.md)'
+        )
+
+
+_ASYNC_TYPES: dict[type, bool] = {}
+
+
+def is_asyncio(connection: Any) -> bool:
+    """True for a redis.asyncio client (Redis or RedisCluster, or a subclass); kept per class."""
+    kind = type(connection)
+    known = _ASYNC_TYPES.get(kind)
+    if known is not None:
+        return known
+    # (kept either way: a class made before redis.asyncio was imported cannot derive from its clients)
+    bases = tuple(
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (('redis.asyncio.client', 'Redis'), ('redis.asyncio.cluster', 'RedisCluster'))
+    )
+    found = tuple(base for base in bases if isinstance(base, type))
+    answer = _ASYNC_TYPES[kind] = bool(found) and issubclass(kind, found)
+    return answer
+
+
+def is_asyncio_cluster(connection: Any) -> bool:
+    module = sys.modules.get('redis.asyncio.cluster')
+    return module is not None and isinstance(connection, module.RedisCluster)
 
 
 def node_client(connection: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from . import dates, scripts
 from .defaults import rq2_compat
 from .enqueueing import EnqueueRecord
+from .options import check_job, create_job_options
 from .queue import Queue
 from .status import JobStatus
 
@@ -40,26 +41,8 @@ def enqueue_cron_run(
         given = Queue.parse_args(func, *args, **kwargs, **job_options)
     else:  # RQ 3.0 passes them apart: the function's kwargs may have the names of job options
         given = Queue.parse_args(func, args=args, kwargs=kwargs, **job_options)
-    job = queue.create_job(
-        given.func,
-        args=given.args,
-        kwargs=given.kwargs,
-        timeout=given.timeout,
-        result_ttl=given.result_ttl,
-        ttl=given.ttl,
-        failure_ttl=given.failure_ttl,
-        description=given.description,
-        depends_on=given.depends_on,
-        job_id=given.job_id,
-        meta=given.meta,
-        retry=given.retry,
-        repeat=given.repeat,
-        on_success=given.on_success,
-        on_failure=given.on_failure,
-        on_stopped=given.on_stopped,
-        webhooks=given.webhooks,
-        rate_limit=given.rate_limit,
-    )
+    job = queue.create_job(given.func, args=given.args, kwargs=given.kwargs, **create_job_options(given._asdict()))
+    check_job(job)
     if job.has_rate_limit and given.at_front:
         job.enqueue_at_front = True  # as Queue.enqueue: the promotion honours it
     record = EnqueueRecord.for_job(job, 'limit' if job.has_rate_limit else 'queue', at_front=given.at_front)

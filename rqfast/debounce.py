@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import scripts
 from .dates import epoch_seconds, utcformat
@@ -33,12 +33,18 @@ class Debounce(NamedTuple):
         """The job's score in the scheduled registry: whole seconds, as RQ's, and never before `delay` has passed."""
         return math.ceil(moment.timestamp() + self.delay)
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
+    def call(self, queue: str, moment: datetime, record: EnqueueRecord) -> scripts.ScriptCall:
+        """The guard script's call storing `record` (no I/O); its reply: read()."""
         key_ttl = math.ceil(self.delay) + DEBOUNCE_KEY_GRACE
-        status = scripts.enqueue_debounced(
-            connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, key_ttl
+        return scripts.enqueue_debounced_call(
+            queue, utcformat(moment), epoch_seconds(moment), record, self.key, key_ttl
         )
-        return status, None
+
+    def read(self, reply: Any) -> tuple[str, Held | None]:
+        return scripts.debounced_status(reply), None
+
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
+        return self.read(scripts.run(self.call(queue, moment, record), connection))
 
 
 class Throttle(NamedTuple):
@@ -47,12 +53,17 @@ class Throttle(NamedTuple):
     key: str
     ttl: float
 
-    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
+    def call(self, queue: str, moment: datetime, record: EnqueueRecord) -> scripts.ScriptCall:
+        """The guard script's call storing `record` (no I/O); its reply: read()."""
         ttl_ms = max(1, math.ceil(self.ttl * 1000))
-        status, holder, raw = scripts.enqueue_throttled(
-            connection, queue, utcformat(moment), epoch_seconds(moment), record, self.key, ttl_ms
-        )
+        return scripts.enqueue_throttled_call(queue, utcformat(moment), epoch_seconds(moment), record, self.key, ttl_ms)
+
+    def read(self, reply: Any) -> tuple[str, Held | None]:
+        status, holder, raw = scripts.throttled(reply)
         return status, (Held(holder, raw) if status == 'throttled' else None)
+
+    def store(self, connection: Redis, queue: str, moment: datetime, record: EnqueueRecord) -> tuple[str, Held | None]:
+        return self.read(scripts.run(self.call(queue, moment, record), connection))
 
 
 class Held(NamedTuple):

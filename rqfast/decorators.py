@@ -10,8 +10,12 @@ from redis import Redis
 
 from .defaults import DEFAULT_RESULT_TTL, rq2_compat
 from .job import Job, Retry
-from .joboptions import check_priority
+from .options import DECORATOR, check_values, options_of
 from .queue import Queue
+
+# The decorator's options every delay() passes as they are; delay() itself decides these four (RQ's per-call ones)
+_PER_DELAY = ('depends_on', 'at_front', 'debounce', 'throttle')
+_DECORATED = [option.name for option in options_of(DECORATOR) if option.name not in _PER_DELAY]
 
 P = ParamSpec('P')
 R = TypeVar('R')
@@ -63,23 +67,11 @@ class job:  # noqa: N801 - RQ's name
         debounce: Any = None,
         throttle: Any = None,
     ):
+        given = locals()  # (its options by name: rqfast.options' table says which these are)
         self.queue, self.connection = queue, connection
         self.queue_class = queue_class or Queue
-        self.options = dict(
-            timeout=timeout,
-            result_ttl=result_ttl,
-            ttl=ttl,
-            meta=meta,
-            description=description,
-            failure_ttl=failure_ttl,
-            retry=retry,
-            on_failure=on_failure,
-            on_success=on_success,
-            on_stopped=on_stopped,
-            webhooks=webhooks,
-            capture_output=capture_output,
-            priority=check_priority(priority),
-        )
+        self.options = {name: given[name] for name in _DECORATED}  # every delay()'s
+        check_values(self.options)  # a bad option raises at the decorator, not at each delay()
         self.depends_on, self.at_front = depends_on, at_front
         self.debounce, self.throttle = debounce, throttle  # rqfast's own (rqfast.debounce): delay() may override
 

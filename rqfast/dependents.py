@@ -1,15 +1,17 @@
-"""A queue's calls that release the dependents of a job that ended (or was canceled).
+"""Releasing the dependents of a job that ended (or was canceled), by hand: the object a Queue holds.
 
-rqfast's worker releases dependents in the script call that finishes their parent; these are the
-public calls RQ offers for the same: Queue.enqueue_dependents (onto their queues, one script call),
-and RQ 3.0's two steps, Queue.move_dependents_to_ready (into the ready registries, one script call)
-and Queue.enqueue_ready_jobs_by_queue (from there onto the queues, one script call per queue).
+rqfast's worker releases dependents in the script call that finishes their parent; `DependentsRelease`
+does the same for the public calls RQ offers, which Queue's methods of the same names hand to it:
+Queue.enqueue_dependents (onto their queues, one script call), and RQ 3.0's two steps,
+Queue.move_dependents_to_ready (into the ready registries, one script call) and
+Queue.enqueue_ready_jobs_by_queue (from there onto the queues, one script call per queue).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import scripts
 from .as_rq import logger_name
@@ -17,13 +19,20 @@ from .dates import now, utcformat
 from .dependencies import releasable_dependents
 from .exceptions import InvalidJobOperation
 from .job import Job
-from .queuebase import BaseQueue
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 logger = logging.getLogger(logger_name('queue'))
 
 
-class DependentsQueue(BaseQueue):
-    """BaseQueue and the release of dependents; Queue (rqfast.queue) adds enqueueing."""
+class DependentsRelease:
+    """A queue's release of dependents: its connection, and how to reach another queue of its class
+    (`queue_named`: a name -> that queue, with the same job class and serializer)."""
+
+    def __init__(self, connection: Redis, queue_named: Callable[[str], Any]) -> None:
+        self.connection = connection
+        self.queue_named = queue_named
 
     def enqueue_dependents(
         self, job: Job, pipeline: Any = None, exclude_job_id: str | None = None, refresh_job_status: bool = True
@@ -63,10 +72,7 @@ class DependentsQueue(BaseQueue):
         queue); a queue that fails is logged and left to the ready registry's cleanup, as in RQ 3.0."""
         for queue_name, job_ids in job_ids_by_queue_name.items():
             try:
-                queue = self.__class__(
-                    queue_name, connection=self.connection, job_class=self.job_class, serializer=self.serializer
-                )
-                queue.ready_job_registry.enqueue_jobs(job_ids)
+                self.queue_named(queue_name).ready_job_registry.enqueue_jobs(job_ids)
             except Exception:
                 logger.exception('Failed to enqueue ready dependents of queue %s; left to its cleanup', queue_name)
 

@@ -9,15 +9,20 @@ child, which loads Jobs, does not pay).
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from . import keys, scripts
 from .dates import epoch_seconds, now, utcformat
+from .defaults import ENQUEUE_CHUNK
+from .options import DEFAULTS
 from .rate_limit import RateLimit
 from .scriptrecords import EnqueueRecord
+from .status import JobStatus
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from redis import Redis
     from redis.client import Pipeline
 
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
     from .repeat import Repeat
 
 __all__ = [
+    'Batch',
     'EnqueueArgs',
     'EnqueueData',
     'EnqueueRecord',
@@ -65,26 +71,29 @@ EnqueueData = namedtuple(
 
 
 class EnqueueArgs(NamedTuple):
+    """What Queue.parse_args returns: the function, its arguments, and every option of enqueue() (rqfast.options'
+    table, which tests/test_options.py holds these fields and defaults to; Queue.enqueue_call takes them by name)."""
+
     func: Any
-    timeout: Any
-    description: str | None
-    result_ttl: Any
-    ttl: Any
-    failure_ttl: Any
-    depends_on: Any
-    job_id: str | None
-    at_front: bool
-    meta: dict[str, Any] | None
-    retry: Retry | None
-    repeat: Repeat | None
-    on_success: Any
-    on_failure: Any
-    on_stopped: Any
-    pipeline: Pipeline | None
-    unique: bool
-    args: Any
-    kwargs: Any
-    webhooks: Any
+    timeout: Any = None
+    description: str | None = None
+    result_ttl: Any = None
+    ttl: Any = None
+    failure_ttl: Any = None
+    depends_on: Any = None
+    job_id: str | None = None
+    at_front: bool = False
+    meta: dict[str, Any] | None = None
+    retry: Retry | None = None
+    repeat: Repeat | None = None
+    on_success: Any = None
+    on_failure: Any = None
+    on_stopped: Any = None
+    pipeline: Pipeline | None = None
+    unique: bool = False
+    args: Any = None
+    kwargs: Any = None
+    webhooks: Any = None
     rate_limit: RateLimit | None = None  # RQ 3.0's option (a rqfast.RateLimit); RQ 2.12's EnqueueArgs has no such field
     capture_output: bool = False  # rqfast's own option: the worker keeps what the job prints with its result
     priority: int | None = None  # rqfast's own option: the job's priority lane, 0..9 (0 runs first)
@@ -92,24 +101,15 @@ class EnqueueArgs(NamedTuple):
     throttle: object = None  # rqfast's own: (key, ttl), at most one job per ttl under the key (rqfast.debounce)
 
 
-_OPTION_NAMES = (
-    'job_timeout',
-    'description',
-    'result_ttl',
-    'ttl',
-    'failure_ttl',
-    'depends_on',
-    'job_id',
-    'at_front',
-    'meta',
-    'retry',
-    'repeat',
-    'on_success',
-    'on_failure',
-    'on_stopped',
-    'pipeline',
-    'unique',
-)
+_ARGS, _KWARGS = EnqueueArgs._fields.index('args'), EnqueueArgs._fields.index('kwargs')
+_DEFAULT_ROW = [DEFAULTS.get(name) for name in EnqueueArgs._fields]
+
+
+def enqueue_args(func: Any, args: Any, kwargs: Any, options: Mapping[str, Any] | None = None) -> EnqueueArgs:
+    """Queue.parse_args' answer: the call and its options by name (None: every option at its default)."""
+    row = _DEFAULT_ROW.copy() if options is None else [options.get(name) for name in EnqueueArgs._fields]
+    row[0], row[_ARGS], row[_KWARGS] = func, args, kwargs
+    return EnqueueArgs._make(row)
 
 
 def store_jobs(
@@ -129,19 +129,40 @@ def store_jobs(
     Queued into a caller's `pipeline`, the script's reply only comes with the caller's execute(): the
     jobs then get the status the script will give them, read from their dependencies now, as RQ's
     enqueue does with a pipeline (a dependency that changes before execute() is the script's to judge).
+
+    The I/O-free halves, store_call() and settle(), are what rqfast.asyncio sends the same way.
     """
     moment = now()
+    reply = scripts.run(store_call(queue, records, moment, group, guard), connection, pipeline)
+    if reply is None:
+        scripts.stored(jobs, expected_statuses(connection, records), moment)
+        return None
+    return settle(jobs, reply, moment, guard)
+
+
+def store_call(
+    queue: str,
+    records: Sequence[EnqueueRecord],
+    moment: datetime,
+    group: str = '',
+    guard: Debounce | Throttle | None = None,
+) -> scripts.ScriptCall:
+    """The one script call store_jobs sends for `records` at `moment` (no I/O)."""
     if guard is not None:
-        status, held = guard.store(connection, queue, moment, records[0])
+        return guard.call(queue, moment, records[0])
+    return scripts.enqueue_jobs_call(queue, utcformat(moment), epoch_seconds(moment), records, group)
+
+
+def settle(jobs: Sequence[JobSpec], reply: Any, moment: datetime, guard: Debounce | Throttle | None) -> Held | None:
+    """store_call's reply read back (no I/O): each job's status and enqueued_at, or the error the script
+    names; the job holding a throttle window when none was stored."""
+    if guard is not None:
+        status, held = guard.read(reply)
         if held is not None:
             return held
-        statuses: list[str] | None = [status]
+        statuses = [status]
     else:
-        statuses = scripts.enqueue_jobs(
-            connection, queue, utcformat(moment), epoch_seconds(moment), records, pipeline=pipeline, group=group
-        )
-    if statuses is None:
-        statuses = expected_statuses(connection, records)
+        statuses = scripts.statuses(reply)
     scripts.stored(jobs, statuses, moment)
     return None
 
@@ -149,13 +170,23 @@ def store_jobs(
 def expected_statuses(connection: Redis, records: Sequence[EnqueueRecord]) -> list[str]:
     """What enqueue_jobs.lua will answer for `records` (not unique, not requeue), judging the
     dependencies as it does (missing or finished: met; failed: met in a batch that allows it)."""
-    wanted = sorted({dep_id for record in records for dep_id in record.dependency_ids})
+    wanted = dependency_ids(records)
     statuses: dict[str, bytes | str | None] = {}
     if wanted:
         with connection.pipeline(transaction=False) as reads:
             for dep_id in wanted:
                 reads.hget(keys.job_key(dep_id), 'status')
             statuses = dict(zip(wanted, reads.execute(), strict=True))
+    return judged(records, statuses)
+
+
+def dependency_ids(records: Sequence[EnqueueRecord]) -> list[str]:
+    """The dependencies expected_statuses reads the status of."""
+    return sorted({dep_id for record in records for dep_id in record.dependency_ids})
+
+
+def judged(records: Sequence[EnqueueRecord], statuses: Mapping[str, bytes | str | None]) -> list[str]:
+    """expected_statuses' answer, given each dependency's status (no I/O)."""
     expected = []
     for record in records:
         met = {None, b'finished', 'finished'} | ({b'failed', 'failed'} if record.allow_failure else set())
@@ -166,6 +197,32 @@ def expected_statuses(connection: Redis, records: Sequence[EnqueueRecord]) -> li
         else:
             expected.append('stored' if record.mode == 'store' else 'queued')
     return expected
+
+
+class Batch(NamedTuple):
+    """An enqueue_many made and checked (Queue._plan_batch), before anything is stored: its jobs without a
+    dependency, then with one, a record each (stored in chunks()), and the debounced or throttled jobs,
+    each its own guard script call after the batch's (an (job, at_front, option) each)."""
+
+    plain: list[Any]
+    dependent: list[Any]
+    records: list[EnqueueRecord]
+    one_by_one: list[tuple[Any, bool, Any]]
+    pipeline: Pipeline | None
+    group: str
+
+    def chunks(self) -> Iterator[tuple[list[Any], list[EnqueueRecord]]]:
+        """The jobs and records of each script call: ENQUEUE_CHUNK at most."""
+        everything = self.plain + self.dependent
+        for start in range(0, len(everything), ENQUEUE_CHUNK):
+            yield everything[start : start + ENQUEUE_CHUNK], self.records[start : start + ENQUEUE_CHUNK]
+
+    def ordered(self, guarded: list[Any]) -> list[Any]:
+        """The jobs as enqueue_many returns them once stored (RQ's order): the plain ones, the deferred
+        dependents, the dependents queued, then the `guarded` ones."""
+        unmet = [job for job in self.dependent if job.get_status(refresh=False) == JobStatus.DEFERRED]
+        met = [job for job in self.dependent if job.get_status(refresh=False) != JobStatus.DEFERRED]
+        return self.plain + unmet + met + guarded
 
 
 def _reject_duplicate_ids(datas: Sequence[EnqueueData]) -> None:

@@ -23,13 +23,12 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from . import keys, tracing
+from . import jobrun, keys, tracing
 from .as_rq import logger_name
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job, unobserved
 from .jobhash import UNSERIALIZABLE_RETURN_VALUE_PAYLOAD
-from .jobrun import JobRun
 from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 from .pipes import read_message, write_message
@@ -379,7 +378,7 @@ def warm_up(settings: HorseSettings, connection: Any) -> None:
         job = _load_job(settings, connection, 'rqfast-warm-up', settings.stand_in or {}, now())
         # not a job anyone enqueued: no span, nothing for run observers (Sentry) nor for a patch of Job.perform
         # (opentelemetry-instrumentation-rq's): the job class's own perform, unpatched, for this one object
-        job.perform = functools.partial(JobRun.perform, job)
+        job.perform = functools.partial(jobrun.perform, job)
         with tracing.paused(), unobserved():
             encode_report(run_in_horse(job, settings.death_penalty_class, (), settings.default_timeout))
     except Exception:

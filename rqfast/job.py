@@ -1,18 +1,19 @@
 """Job: a handle on one `rq:job:<id>` hash, with RQ 2.12's API.
 
 The job's fields and call live in memory in JobSpec (jobspec.py), their encoding in jobhash.py;
-this module adds what reads and writes Redis. The writes that change a job's state are Lua scripts
-(lua/), called through rqfast.scripts.
+this module adds what reads and writes Redis, and running the job here (the work is jobrun.py's). The
+writes that change a job's state are Lua scripts (lua/), called through rqfast.scripts.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from . import keys
+from . import callbacks, jobrun, keys
 from .cluster import in_queue_keyspace, keyspace_required
 from .dates import epoch_seconds, now, utcformat
 from .defaults import CALLBACK_TIMEOUT, REGISTRY_CLASSES, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
@@ -21,11 +22,12 @@ from .exceptions import InvalidJobOperation, NoSuchJobError
 from .imports import class_at
 from .jobhash import encode_meta, job_fields, restore_job
 from .joboptions import Callback, Retry
-from .jobrun import JobRun, running_job, scripts
+from .jobrun import running_job, scripts
 from .jobspec import (
     JOB_ID_PATTERN,
     UNEVALUATED,
     Dependency,
+    JobSpec,
     call_string,
     parse_job_id,
     validate_job_id,
@@ -83,11 +85,88 @@ def requeue_job(job_id: str, connection: Redis, serializer: Any = None) -> Job:
 
 
 @in_queue_keyspace('origin')
-class Job(JobRun):
+class Job(JobSpec):
     """A job's fields in memory; fetch() reads them, the queue and worker scripts write them."""
 
     redis_job_namespace_prefix = keys.JOB_PREFIX
     _cached_result: Result | None = None
+
+    # perform() PERSISTs the job's key first, as RQ's does, so it cannot expire while it runs; rqfast's
+    # runners turn that off (execution.run_job): a worker's claim script has persisted it already.
+    persist_on_perform: bool = True
+
+    # --- running it in this process (rqfast.jobrun)
+
+    def perform(self) -> Any:
+        """Run the function with this job as the current job; await it if it is a coroutine."""
+        self._result = jobrun.perform(self)
+        return self._result
+
+    async def perform_async(self, timeout: float | None) -> Any:
+        """Await the job's coroutine function as the current job of this task, for at most `timeout` seconds."""
+        self._result = await jobrun.perform_async(self, timeout)
+        return self._result
+
+    def _execute(self) -> Any:
+        return jobrun.execute(self)
+
+    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
+        """RQ's: mark the job started by `worker_name` (one HSET, queued on `pipeline`).
+
+        rqfast's workers start a job in their claim script instead; this is for code that runs jobs itself.
+        """
+        self.worker_name = worker_name
+        self.last_heartbeat = self.started_at = now()
+        self._status = JobStatus.STARTED
+        fields = {
+            'last_heartbeat': utcformat(self.last_heartbeat),
+            'status': self._status.value,
+            'started_at': utcformat(self.started_at),
+            'worker_name': worker_name,
+        }
+        pipeline.hset(self.key, mapping=fields)
+
+    # RQ 2.12's methods; RQ 3.0 has these as functions (rqfast.callbacks), which rqfast's own code calls.
+    def execute_success_callback(self, death_penalty_class: Any, result: Any) -> None:
+        callbacks.execute_success_callback(self, death_penalty_class, result)
+
+    def execute_failure_callback(self, death_penalty_class: Any, *exc_info: Any) -> None:
+        callbacks.execute_failure_callback(self, death_penalty_class, *exc_info)
+
+    def execute_stopped_callback(self, death_penalty_class: Any) -> None:
+        callbacks.execute_stopped_callback(self, death_penalty_class)
+
+    def send_webhooks(self, status: str | JobStatus, *, exc_string: str | None = None) -> None:
+        """Send, here and now, each webhook registered for `status` ('finished' or 'failed'), as RQ's.
+
+        Errors are logged by Webhook.send, never raised. rqfast's workers do not call this: they send
+        from a thread of their own, so an endpoint never delays the next job (worker/webhooks.py).
+        """
+        for webhook in self.webhooks:
+            if webhook.job_status == status:
+                webhook.send(self, exc_string=exc_string)
+
+    # --- progress: rqfast's own `progress` field of the job hash (RQ ignores it)
+
+    def set_progress(self, value: Any) -> None:
+        """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET
+        (one script call for a job with events, which also writes a `progress` event: rqfast.events)."""
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f'set_progress: a JSON value (number, text, list, dict...) is needed, got {value!r}'
+            ) from exc
+        if self.events:  # rqfast's events: the field and a `progress` event, in one script call
+            scripts().set_progress(self.connection, self.id, encoded, self.origin, self.events)
+            return
+        self.connection.hset(self.key, 'progress', encoded)
+
+    @property
+    def progress(self) -> Any:
+        """The value the job last gave set_progress(), read from Redis now (None before any)."""
+        stored = self.connection.hget(self.key, 'progress')
+        return None if stored is None else json.loads(stored)
 
     # --- status
 
@@ -246,24 +325,32 @@ class Job(JobRun):
         args = (epoch_seconds(moment), utcformat(moment), enqueue_dependents, remove_from_dependencies)
         reply = scripts().cancel_job(self.connection, self.id, *args, pipeline=pipeline)
         outcome, released = reply if reply is not None else (1, expected)
+        self._canceled(outcome)
+        return released
+
+    def _canceled(self, outcome: int) -> None:
+        """cancel_job.lua's outcome for this job (rqfast.asyncio's cancel reads it here too)."""
         if outcome == -1:
             raise InvalidJobOperation(f'Cannot cancel already canceled job: {self.id}')
         if outcome == 0:
             raise NoSuchJobError(f'No such job: {self.key}')
         self._status = JobStatus.CANCELED
-        return released
 
     def requeue(self, at_front: bool = False) -> Job:
         """Out of its failed registry and back onto its queue, in one script call.
 
         InvalidJobOperation when the job is not in the failed registry of its queue.
         """
+        self._before_requeue(at_front)
+        scripts().requeue(self.connection, self, at_front)  # (enqueueing, Queue's, is not imported for it)
+        return self
+
+    def _before_requeue(self, at_front: bool) -> None:
+        """What requeue() resets before its script call (rqfast.asyncio's requeue too)."""
         self.started_at = self.ended_at = None
         self._exc_info = ''
         if self.has_rate_limit:  # waits for a slot again (the script sees its fields); promoted as asked, as RQ 3.0
             self.enqueue_at_front = at_front
-        scripts().requeue(self.connection, self, at_front)  # (enqueueing, Queue's, is not imported for it)
-        return self
 
     def cleanup(self, ttl: int | None = None, pipeline: Pipeline | None = None, remove_from_queue: bool = True) -> None:
         """RQ's: ttl 0 deletes the job, a positive ttl expires its hash and dependency sets, else nothing."""

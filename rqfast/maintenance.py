@@ -140,7 +140,7 @@ def recover_ready(connection: Redis, queue: str) -> list[str]:
     reply = scripts.clean_registries(
         connection, repr(moment.timestamp()), epoch_seconds(moment), 'ready', 0, 0, 0, _FIELDS, [queue]
     )
-    return [as_text(job_id) for job_id in reply[4]]
+    return [as_text(job_id) for job_id in reply.ready]
 
 
 def _run(
@@ -157,7 +157,7 @@ def _run(
     """One script call for the pass, then one finish_job call per abandoned job it found."""
     moment = now()
     cutoff = int(timestamp) if timestamp is not None else epoch_seconds(moment)
-    found, rescued, stats, locked, _ready = scripts.clean_registries(
+    reply = scripts.clean_registries(
         connection,
         repr(moment.timestamp()),
         cutoff,
@@ -169,19 +169,8 @@ def _run(
         queues,
         group_lock_ttl,
     )
-    report = Report(
-        finished_expired=int(stats[0]),
-        failed_expired=int(stats[1]),
-        dropped=int(stats[2]),
-        dead_workers=int(stats[3]),
-        group_jobs_pruned=int(stats[4]),
-        groups_dropped=int(stats[5]),
-        rate_limit_slots_freed=int(stats[6]),
-        rate_limit_promoted=int(stats[7]),
-        ready_enqueued=int(stats[8]),
-        ready_dropped=int(stats[9]),
-        locked=[as_text(q) for q in locked],
-    )
+    found, rescued = reply.abandoned, reply.rescued
+    report = Report(**reply.stats._asdict(), locked=[as_text(q) for q in reply.locked])
     serializer = resolve_serializer(serializer)
     settled: list[_Settled] = []
     for queue, member, values in found:

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from .queue import Queue
-    from .queuebase import BaseQueue
 
 
 class BaseRegistry:
@@ -40,7 +39,7 @@ class BaseRegistry:
         name: str = 'default',
         connection: Redis | None = None,
         job_class: type[Job] | None = None,
-        queue: BaseQueue | None = None,
+        queue: Queue | None = None,
         serializer: Any = None,
         death_penalty_class: Any = None,
         queue_class: type[Queue] | None = None,

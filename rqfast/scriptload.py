@@ -255,7 +255,10 @@ class Script:
         if getattr(pipeline, 'watching', False) and not pipeline.explicit_transaction:
             pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
         strategy: Any = getattr(pipeline, '_execution_strategy', None)  # a ClusterPipeline batches in there
-        stack = strategy.command_queue if strategy is not None else pipeline.command_stack
+        if strategy is None:
+            stack = pipeline.command_stack
+        else:  # (redis.asyncio's ClusterPipeline keeps it private)
+            stack = strategy.command_queue if hasattr(strategy, 'command_queue') else strategy._command_queue
         batch, sent = _sent_in_batch.get(pipeline, (None, set()))
         if batch is not stack:  # execute() and reset() start a new command_stack: a new batch
             sent = set()

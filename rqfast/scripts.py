@@ -10,9 +10,9 @@ RQ's `pipeline=`, gets the call queued into it (Script.queue).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import keys
+from . import keys, scriptload
 from .dates import epoch_seconds, now, utcformat
 from .defaults import rq2_compat
 from .exceptions import DuplicateJobError, InvalidJobOperation
@@ -32,6 +32,36 @@ if TYPE_CHECKING:  # annotations only: a job horse that never runs a script impo
     from .jobspec import JobSpec
 
 
+class ScriptCall(NamedTuple):
+    """One script call as a value, made without I/O: the script's name and its ARGV. run() sends it on
+    a redis-py client (or queues it into a caller's pipeline); rqfast.asyncio's executor awaits it on a
+    redis.asyncio client. The same call either way: the same writes."""
+
+    name: str
+    args: list[Value]
+
+
+def run(call: ScriptCall, connection: Redis, pipeline: Pipeline | None = None) -> Any:
+    """Send `call` now (its reply), or queue it into the caller's `pipeline` (None)."""
+    return scriptload.call(call.name, connection, call.args, pipeline)
+
+
+def enqueue_jobs_call(
+    queue: str, now_text: str, now_epoch: int, records: Sequence[EnqueueRecord], group: str = ''
+) -> ScriptCall:
+    """The enqueue_jobs.lua call storing a batch of jobs (see the script for a record's layout), each
+    added to `group` when one is named."""
+    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
+    for record in records:
+        args += record.argv()
+    return ScriptCall('enqueue_jobs', args)
+
+
+def statuses(reply: Sequence[bytes | str]) -> list[str]:
+    """enqueue_jobs.lua's reply: a status per job."""
+    return [status.decode() if isinstance(status, bytes) else status for status in reply]
+
+
 def enqueue_jobs(
     connection: Redis,
     queue: str,
@@ -41,15 +71,9 @@ def enqueue_jobs(
     pipeline: Pipeline | None = None,
     group: str = '',
 ) -> list[str] | None:
-    """Store a batch of jobs (see lua/enqueue_jobs.lua for a record's layout), each added to `group`
-    when one is named; a status per job (None when queued into `pipeline`)."""
-    args: list[Value] = [queue, now_text, now_epoch, group, len(records)]
-    for record in records:
-        args += record.argv()
-    statuses = call('enqueue_jobs', connection, args, pipeline)
-    if statuses is None:
-        return None
-    return [status.decode() if isinstance(status, bytes) else status for status in statuses]
+    """Store a batch of jobs (enqueue_jobs_call); a status per job (None when queued into `pipeline`)."""
+    reply = run(enqueue_jobs_call(queue, now_text, now_epoch, records, group), connection, pipeline)
+    return None if reply is None else statuses(reply)
 
 
 # enqueue_jobs.lua's answers as a job's status ("stored": queued, then run at once); a dict is 0.4 µs
@@ -69,13 +93,17 @@ def stored(jobs: Sequence[JobSpec], statuses: Sequence[str], moment: datetime) -
             job.enqueued_at = moment
 
 
+def requeue_call(job: JobSpec, at_front: bool, moment: datetime) -> ScriptCall:
+    """Job.requeue()'s enqueue_jobs call: a 'requeue' record, out of its failed registry onto its queue."""
+    record = EnqueueRecord.for_job(job, 'requeue', at_front=at_front)
+    return enqueue_jobs_call(job.origin, utcformat(moment), epoch_seconds(moment), [record])
+
+
 def requeue(connection: Redis, job: JobSpec, at_front: bool) -> None:
     """Job.requeue(): out of its failed registry and back onto its queue, one enqueue_jobs call (a
     'requeue' record); InvalidJobOperation when it is not in the failed registry of its queue."""
     moment = now()
-    record = EnqueueRecord.for_job(job, 'requeue', at_front=at_front)
-    statuses = enqueue_jobs(connection, job.origin, utcformat(moment), epoch_seconds(moment), [record])
-    stored([job], statuses or [], moment)
+    stored([job], statuses(run(requeue_call(job, at_front, moment), connection)), moment)
 
 
 def set_progress(connection: Redis, job_id: str, value: str, queue: str, events: int) -> None:
@@ -104,32 +132,69 @@ def enqueue_cron_job(
     args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv()]
     args += [name, '' if window is None else repr(window), description, ' '.join(own), repr(score)]
     args += [history_limit, history_ttl]
-    reply = call('enqueue_cron_job', connection, args)
-    status = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-    return status, (float(reply[1]) if status == 'refused' else None)
+    status, *refused = call('enqueue_cron_job', connection, args)  # {status} or {"refused", score}
+    refused_at = float(refused[0]) if _text(status) == 'refused' else None
+    return _text(status), refused_at
+
+
+def enqueue_debounced_call(
+    queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, key_ttl: int
+) -> ScriptCall:
+    """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
+    burst held if it never started (see lua/enqueue_debounced.lua); its reply: debounced_status()."""
+    return ScriptCall('enqueue_debounced', [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl])
+
+
+def debounced_status(reply: Sequence[Any]) -> str:
+    (status,) = reply
+    return _text(status)
 
 
 def enqueue_debounced(
     connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, key_ttl: int
 ) -> str:
-    """Schedule one job (its record's mode "schedule") as the one burst `key` runs, deleting the job the
-    burst held if it never started (see lua/enqueue_debounced.lua); the job's status."""
-    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, key_ttl]
-    return _text(call('enqueue_debounced', connection, args)[0])
+    """enqueue_debounced_call, sent: the job's status."""
+    return debounced_status(run(enqueue_debounced_call(queue, now_text, now_epoch, record, key, key_ttl), connection))
+
+
+def enqueue_throttled_call(
+    queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, ttl_ms: int
+) -> ScriptCall:
+    """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua); its reply: throttled()."""
+    return ScriptCall('enqueue_throttled', [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms])
+
+
+def throttled(reply: Sequence[Any]) -> tuple[str, str, dict[bytes, bytes]]:
+    """enqueue_throttled.lua's reply: (the job's status, '', {}), or ('throttled', the holder's id, the
+    holder's job hash, {} when it is gone) with nothing written."""
+    status, *held = reply  # {status} or {"throttled", holder id, its hash}
+    if _text(status) != 'throttled':
+        return _text(status), '', {}
+    holder, flat = held
+    return 'throttled', _text(holder), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def enqueue_throttled(
     connection: Redis, queue: str, now_text: str, now_epoch: int, record: EnqueueRecord, key: str, ttl_ms: int
 ) -> tuple[str, str, dict[bytes, bytes]]:
-    """Store one job unless `key`'s window is held (see lua/enqueue_throttled.lua): (the job's status, '', {}),
-    or ('throttled', the holder's id, the holder's job hash, {} when it is gone) with nothing written."""
-    args: list[Value] = [queue, now_text, now_epoch, '', 1, *record.argv(), key, ttl_ms]
-    reply = call('enqueue_throttled', connection, args)
-    status = _text(reply[0])
-    if status != 'throttled':
-        return status, '', {}
-    flat = reply[2]
-    return status, _text(reply[1]), dict(zip(flat[::2], flat[1::2], strict=True))
+    """enqueue_throttled_call, sent: throttled()'s answer."""
+    return throttled(run(enqueue_throttled_call(queue, now_text, now_epoch, record, key, ttl_ms), connection))
+
+
+def cancel_job_call(
+    job_id: str, now_epoch: int, now_text: str, enqueue_dependents: bool, remove_from_dependencies: bool
+) -> ScriptCall:
+    """lua/cancel_job.lua's call; its reply: canceled()."""
+    return ScriptCall(
+        'cancel_job', [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
+    )
+
+
+def canceled(reply: Sequence[Any]) -> tuple[int, dict[str, list[str]]]:
+    """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
+    (-1, {}) when it was canceled already."""
+    outcome, *released = reply  # {1, origin, id, ...}, {0} or {-1}
+    return int(outcome), by_queue(released)
 
 
 def cancel_job(
@@ -141,11 +206,10 @@ def cancel_job(
     remove_from_dependencies: bool,
     pipeline: Pipeline | None = None,
 ) -> tuple[int, dict[str, list[str]]] | None:
-    """(1, the dependents enqueued by queue) when canceled, (0, {}) when the job does not exist,
-    (-1, {}) when it was canceled already (None when queued into `pipeline`)."""
-    args = [job_id, now_epoch, now_text, int(enqueue_dependents), int(remove_from_dependencies)]
-    reply = call('cancel_job', connection, args, pipeline)
-    return None if reply is None else (int(reply[0]), by_queue(reply[1:]))
+    """cancel_job_call, sent: canceled()'s answer (None when queued into `pipeline`)."""
+    cancel = cancel_job_call(job_id, now_epoch, now_text, enqueue_dependents, remove_from_dependencies)
+    reply = run(cancel, connection, pipeline)
+    return None if reply is None else canceled(reply)
 
 
 def by_queue(flat: Sequence[bytes | str]) -> dict[str, list[str]]:
@@ -165,10 +229,17 @@ def delete_job(
 ) -> int | None:
     """Deletes the job (and its dependents when asked), with its results unless rq2_compat(); the
     number of jobs deleted (None when queued into `pipeline`)."""
-    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
-    args = [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())]
-    reply = call('delete_job', connection, args, pipeline)
+    reply = run(delete_job_call(job_id, remove_from_queue, delete_dependents), connection, pipeline)
     return None if reply is None else int(reply)
+
+
+def delete_job_call(job_id: str, remove_from_queue: bool, delete_dependents: bool) -> ScriptCall:
+    """lua/delete_job.lua's call; its reply: the number of jobs deleted."""
+    now_text, now_epoch = _now()  # a rate-limited job's freed slot promotes a waiter (enqueued_at)
+    return ScriptCall(
+        'delete_job',
+        [job_id, int(remove_from_queue), int(delete_dependents), now_text, now_epoch, int(not rq2_compat())],
+    )
 
 
 def empty_queue(connection: Redis, queue: str) -> int:
@@ -202,7 +273,33 @@ def schedule_jobs(
     if len(reply) % 2:
         last = reply.pop()
         due = float(last) if last else None
-    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)], due
+    return [(int(state), int(moved)) for state, moved in zip(reply[::2], reply[1::2], strict=True)], due
+
+
+class CleanStats(NamedTuple):
+    """clean_registries.lua's counts, by name (in its header's order)."""
+
+    finished_expired: int
+    failed_expired: int
+    dropped: int
+    dead_workers: int
+    group_jobs_pruned: int
+    groups_dropped: int
+    rate_limit_slots_freed: int
+    rate_limit_promoted: int
+    ready_enqueued: int
+    ready_dropped: int
+
+
+class CleanReply(NamedTuple):
+    """clean_registries.lua's reply, by name: the abandoned jobs ({queue, member, fields...} each), the
+    rescued intermediate ids (flat: queue, id), the counts, the queues another cleaner held, the ready ids pushed."""
+
+    abandoned: list[Any]
+    rescued: list[Any]
+    stats: CleanStats
+    locked: list[Any]
+    ready: list[Any]
 
 
 def clean_registries(
@@ -216,10 +313,10 @@ def clean_registries(
     job_fields: Sequence[str],
     queues: list[str],
     group_lock_ttl: int = 0,
-) -> list[Any]:
-    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): {abandoned,
-    rescued, stats, locked queues, ready ids enqueued}. A whole pass cleans the groups when
-    group_lock_ttl is 0, else only if it takes the group-cleaning lock for that many seconds."""
+) -> CleanReply:
+    """A maintenance pass (see lua/clean_registries.lua; `mode` all, started or ready): its CleanReply. A
+    whole pass cleans the groups when group_lock_ttl is 0, else only if it takes the group-cleaning lock for
+    that many seconds."""
     args: list[Value] = [
         now_float,
         cutoff,
@@ -234,7 +331,8 @@ def clean_registries(
         utcformat(now()),  # promoted rate-limited jobs' enqueued_at
         group_lock_ttl,
     ]
-    return script('clean_registries')(connection, args)  # type: ignore[no-any-return]
+    abandoned, rescued, stats, locked, ready = script('clean_registries')(connection, args)
+    return CleanReply(abandoned, rescued, CleanStats(*(int(n) for n in stats)), locked, ready)
 
 
 # --- the scripts of RQ's public dependency and job calls. `pipeline`: the caller's, where RQ's method takes

@@ -28,7 +28,7 @@ _STATUS_AFTER = {OutcomeKind.SUCCESS: JobStatus.FINISHED, OutcomeKind.FAILURE: J
 
 
 class _SyncQueue(Protocol):
-    """What a sync run reads of its queue (rqfast.queuebase.BaseQueue has it)."""
+    """What a sync run reads of its queue (rqfast.queue.Queue has it)."""
 
     @property
     def name(self) -> str: ...

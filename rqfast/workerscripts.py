@@ -269,8 +269,8 @@ def heartbeat(
     args: list[Value] = [name, worker_ttl, *times, job_ttl, grace, working_time, len(jobs)]
     for job in jobs:
         args.extend(job)
-    reply = script('heartbeat')(connection, args)
-    return HeartbeatReply(bool(reply[0]), [as_text(job_id) for job_id in reply[1]])  # (its two fields, in order)
+    suspended, lost = script('heartbeat')(connection, args)
+    return HeartbeatReply(bool(suspended), [as_text(job_id) for job_id in lost])
 
 
 def return_jobs(connection: Redis, moved: list[tuple[str, str]]) -> int:

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -213,3 +214,27 @@ def connection(request: pytest.FixtureRequest) -> redis.Redis:
     """Core tests run on both backends: the real server and fakeredis."""
     name = 'redis_conn' if request.param == 'redis' else 'fake_conn'
     return request.getfixturevalue(name)
+
+
+def _worker_threads() -> dict[int, threading.Thread]:
+    """The heartbeat threads of the workers alive in this process (one per working worker)."""
+    return {t.ident or 0: t for t in threading.enumerate() if t.name == 'rqfast-heartbeat'}
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_left_working(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A worker a test leaves working in this process heartbeats into the next tests' db (a stray once
+    wrote a worker hash into another test's comparison): its upkeep is stopped and the test warned."""
+    before = set(_worker_threads())
+    yield
+    left = {ident: t for ident, t in _worker_threads().items() if ident not in before}
+    if not left:
+        return
+    time.sleep(0.5)  # a teardown in progress (a thread ending its own worker) gets a moment
+    left = {ident: t for ident, t in left.items() if t.is_alive()}
+    for thread in left.values():
+        upkeep = getattr(getattr(thread, '_target', None), '__self__', None)
+        if upkeep is not None:
+            upkeep.stop()
+    if left:
+        warnings.warn(f'{request.node.nodeid} left {len(left)} worker(s) working: heartbeats stopped', stacklevel=1)

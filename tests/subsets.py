@@ -57,6 +57,8 @@ SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
         'test_rate_limit.py': (),
         'test_metrics.py': (),
         'test_tracing.py': (),
+        'test_async_producer.py': (),  # rqfast.asyncio (redis.asyncio, asyncio's own behaviour by Python)
+        'test_async_examples.py': (),
     },
     'redis-py': {
         **_CORE,
@@ -65,6 +67,8 @@ SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
         'test_cluster.py': _CLUSTER_SLOT,
         'test_cluster_sharded.py': _CLUSTER_SHARDED,
         'test_connection_security.py': ('test_tls_rediss_url', 'test_the_acl_user', 'test_sentinel'),
+        'test_async_producer.py': (),  # redis.asyncio differs most between redis-py majors
+        'test_async_cluster.py': (),
     },
     'server': {
         **_CORE,
@@ -73,6 +77,7 @@ SUBSETS: dict[str, dict[str, tuple[str, ...]]] = {
         'test_scheduler.py': (),
         'test_cluster.py': _CLUSTER_SLOT,
         'test_cluster_sharded.py': _CLUSTER_SHARDED,
+        'test_async_producer.py': (),
         'chaos/test_chaos.py': ('test_redis_server_killed_and_restarted', 'test_poison_corpus[SpawnWorker]'),
     },
 }

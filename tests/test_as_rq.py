@@ -295,8 +295,10 @@ def test_register_birth_writes_no_state(redis_conn: redis.Redis) -> None:
     worker.register_death()
     started = rqfast.SimpleWorker(['q'], connection=redis_conn)
     started.bootstrap()
-    assert redis_conn.hget(started.key, 'state') == b'started'
-    started.register_death()
+    try:
+        assert redis_conn.hget(started.key, 'state') == b'started'
+    finally:
+        started.teardown()  # bootstrap() started its heartbeat and command threads
 
 
 # --- run observers (rqfast.contrib.sentry's hook): each run, in the process that runs it

@@ -6,6 +6,7 @@ module of this file's own making, which the harness times and checks like any ot
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -18,7 +19,7 @@ import pytest
 import redis
 
 from bench import __main__ as bench_main
-from bench import counting, jobs, peers, report
+from bench import async_producers, counting, jobs, peers, report
 from bench.child import MeasurementError
 from bench.libs import load_lib
 from bench.peers import harness, tally
@@ -299,3 +300,71 @@ def test_the_floors_are_measured(bench_target: Target) -> None:
     assert 0 < floors.sleep_rate(bench_target, 20, 10, with_redis=True) < 10 * 100
     assert floors.layout_commands_us(bench_target, 20, 1) > commands  # (a job's whole life, enqueue included)
     assert set(floors.rq_record()) >= {'data', 'created_at', 'enqueued_at', 'description', 'origin', 'timeout'}
+
+
+# --- the async producer rows (bench/async_producers.py): arq, saq and taskiq as columns
+
+
+class FakeAsyncSide:
+    """A peer with an async producer: LPUSH on a redis.asyncio client (dropping one job if told)."""
+
+    KEY = 'bench:fake-async'
+
+    def __init__(self, drop: int = 0) -> None:
+        self.drop = drop
+        self.connections = 0
+
+    async def async_producer(self, url: str, job: str, callers: int) -> tuple[Any, Any]:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(url)
+        await asyncio.gather(*(client.ping() for _ in range(callers)))
+        self.connections = len(client.connection_pool._available_connections)
+        sent = 0
+
+        async def send() -> None:
+            nonlocal sent
+            sent += 1
+            if sent > self.drop:
+                await client.lpush(self.KEY, job)
+
+        return send, client.aclose
+
+    def queued(self, url: str) -> int:
+        return int(redis.Redis.from_url(url).llen(self.KEY))
+
+
+def test_an_async_peer_column_counts_what_its_producer_left_in_redis(
+    bench_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench_target.flush()
+    fake = FakeAsyncSide()
+    monkeypatch.setattr(async_producers, 'side', lambda peer: fake)
+    found = async_producers.peer(peers.BY_NAME['saq'], bench_target, 60, 7)
+    assert list(found) == ['async-7'] and found['async-7'] > 0
+    assert fake.connections == 7  # opened before the clock started
+    assert fake.queued(bench_target.url) == 61  # (and the warm-up job)
+    bench_target.flush()
+    monkeypatch.setattr(async_producers, 'side', lambda peer: FakeAsyncSide(drop=2))
+    with pytest.raises(MeasurementError, match='59 jobs queued, 60 were enqueued'):
+        async_producers.peer(peers.BY_NAME['saq'], bench_target, 60, 7)
+
+
+def test_rqfast_async_row_enqueues_every_job(bench_target: Target) -> None:
+    bench_target.flush()
+    found = async_producers.measure(load_lib('rqfast', 'rqfast'), bench_target, 40, 10)
+    assert set(found) == {'async-10', 'async-10-threads'} and min(found.values()) > 0
+
+
+def test_only_async_brings_the_async_peers_as_columns_and_a_default_run_does_not() -> None:
+    target = SimpleNamespace(url='redis://127.0.0.1:1/0')
+    everything = build(QUICK, target) + peer_rows.build(QUICK, target, list(peers.PEERS))  # type: ignore[arg-type]
+    args = bench_main.parse_args(['--only', 'async'])
+    chosen = bench_main.selected(everything, args.only)
+    assert [s.name for s in chosen] == ['async-10', 'async-100']
+    assert all(sorted(s.others) == ['arq', 'saq', 'taskiq'] for s in chosen)
+    assert [p.name for p in bench_main.peer_columns(args, chosen)] == ['arq', 'saq', 'taskiq']
+    args = bench_main.parse_args(['--only', 'async', '--peers', 'saq,huey'])
+    assert [p.name for p in bench_main.peer_columns(args, chosen)] == ['saq']
+    args = bench_main.parse_args([])
+    assert bench_main.peer_columns(args, bench_main.selected(everything, None)) == []

@@ -461,3 +461,18 @@ def test_the_command_serves_the_overview_at_once(redis_url: str, redis_conn: red
         process.wait(10)
         log.close()
     assert 'rqfast dashboard at http://127.0.0.1:' in (tmp_path / 'dashboard.log').read_text()
+
+
+def test_the_workers_page_shows_each_workers_class_and_concurrency(redis_conn: redis.Redis) -> None:
+    worker = SimpleWorker(['shown'], connection=redis_conn, concurrency=3, name='shown-worker')
+    worker.register_birth()  # the fields rqfast adds to RQ's worker hash at birth
+    try:
+        fields = redis_conn.hgetall(worker.key)
+        assert fields[b'worker_class'] == b'rqfast.worker.simple.SimpleWorker' and fields[b'concurrency'] == b'3'
+        with dashboard(redis_conn) as client:
+            page = client.get('/workers').text
+            row = re.search(r'<tr[^>]*>(?:(?!</tr>).)*shown-worker(?:(?!</tr>).)*</tr>', page, re.S)
+            assert row is not None
+            assert 'rqfast.worker.simple.SimpleWorker' in row.group(0) and '>3<' in row.group(0).replace(' ', '')
+    finally:
+        worker.register_death()

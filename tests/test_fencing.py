@@ -33,10 +33,28 @@ pytestmark = pytest.mark.timeout(120)
 sys.path.insert(0, str(Path(__file__).with_name('chaos')))  # chaos_jobs, for the in-process worker
 
 
+class _Expiry:
+    """When a key expires (ms since the epoch), equal to another within 2 s: a TTL ticks down between
+    two dumps, so TTLs rounded to a bucket once failed on a boundary; a refreshed TTL moves it further."""
+
+    def __init__(self, ttl_ms: int) -> None:
+        self.at = ttl_ms if ttl_ms < 0 else time.time() * 1000 + ttl_ms
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Expiry):
+            return NotImplemented
+        if self.at < 0 or other.at < 0:
+            return self.at == other.at
+        return abs(self.at - other.at) <= 2000
+
+    def __repr__(self) -> str:
+        return f'<expires at {self.at:.0f} ms>' if self.at >= 0 else f'<ttl {self.at:.0f}>'
+
+
 def _comparable(conn: redis.Redis, skip: set[str]) -> dict[str, Any]:
-    """The db without `skip`, TTLs rounded to 10 s (they tick down between two dumps)."""
+    """The db without `skip`, each key with when it expires."""
     return {
-        key: (entry['type'], entry['value'], entry['ttl_ms'] if entry['ttl_ms'] < 0 else round(entry['ttl_ms'], -4))
+        key: (entry['type'], entry['value'], _Expiry(entry['ttl_ms']))
         for key, entry in snapshot(conn).items()
         if key not in skip
     }

@@ -93,6 +93,14 @@ def test_every_import_inside_a_function_is_listed_with_its_reason() -> None:
     assert all(reason.strip() for _, reason in import_graph.LATE_IMPORTS.values())
 
 
+def test_every_class_looked_up_by_dotted_path_is_listed_with_its_reason() -> None:
+    """class_at('rqfast.…'): an arrow upward at run time. A new one fails here: list it in CLASS_LOOKUPS with why."""
+    found = import_graph.class_lookups()
+    assert set(found) == set(import_graph.CLASS_LOOKUPS), set(found) ^ set(import_graph.CLASS_LOOKUPS)
+    assert all(count == 1 for count in found.values()), found
+    assert all(reason.strip() for reason in import_graph.CLASS_LOOKUPS.values())
+
+
 def test_every_type_only_import_that_closes_a_loop_is_listed_with_its_reason() -> None:
     """A new annotation of a class from a module that imports this one fails here: use a small Protocol
     (as worker_registration, suspension, executions and sync do), or list it in TYPE_ONLY_LOOPS with why."""

@@ -153,3 +153,16 @@ def test_every_script_loads_as_a_function_library(connection: redis.Redis) -> No
     for name in SCRIPTS:
         library = script(name).library
         assert connection.execute_command('FUNCTION', 'LOAD', 'REPLACE', library) == script(name).function.encode()
+
+
+_ONE_KEY = "-- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call"
+
+
+@pytest.mark.parametrize('name', SCRIPTS)
+def test_every_header_says_the_one_key_every_call_sends(name: str) -> None:
+    """scriptload sends one key, SLOT_KEY (it routes the call on a cluster); every other key is named from ARGV."""
+    text = (LUA / f'{name}.lua').read_text()
+    header = text[: text.index('\n\n')] if '\n\n' in text else text
+    assert _ONE_KEY in header, f'{name}.lua: its header does not say the one key every call sends'
+    assert not re.search(r'KEYS\[(?!1\])', _code(text)), f'{name}.lua reads a key that no call sends'
+    assert keys.SLOT_KEY.endswith('queues')

@@ -98,6 +98,9 @@ def normalize_run(dump: dict[str, Any]) -> dict[str, Any]:
         if key.startswith('rq:worker:') and entry['type'] == 'hash':
             fields = entry['value']
             fields['version'] = '<version>' if 'version' in fields else None
+            if 'worker_class' in fields:  # rqfast's additive fields (docs/rq-3.0-layout.md): checked, then dropped
+                assert fields.pop('worker_class').startswith(('rqfast.', 'tests.', 'test_')), fields
+                assert fields.pop('concurrency').isdigit(), fields
             if re.fullmatch(r'[\d.]+:\d+', str(fields.get('ip_address', ''))):
                 fields['ip_address'] = '<addr>'
             for name in NUMBER_FIELDS & set(fields):

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from rqfast import keys
+from rqfast import SimpleWorker, keys
 from rqfast.command import parse_payload
 from rqfast.status import WorkerStatus
 from rqfast.worker import workerhash
@@ -45,7 +45,7 @@ def test_random_order_shuffles_a_copy() -> None:
 
 def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
     about = {'pid': 42, 'hostname': 'box', 'ip_address': '?', 'version': '1', 'python_version': '3'}
-    workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about)
+    workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a', 'b'], about, WorkerStatus.STARTED)
     assert workerhash.worker_keys(connection) == [keys.worker_key('w1')]
     assert workerhash.worker_keys(connection, 'b') == [keys.worker_key('w1')]
     assert workerhash.worker_keys(connection, 'c') == []
@@ -59,6 +59,8 @@ def test_the_worker_hash_reads_back_as_written(connection: redis.Redis) -> None:
         workerhash.write_birth(connection, 'w1', 480, BIRTH, ['a'], about)
     workerhash.write_death(connection, 'w1', BIRTH, ['a', 'b'])
     assert workerhash.worker_keys(connection) == []
+    workerhash.write_birth(connection, 'w2', 480, BIRTH, ['a'], about)  # register_birth() by hand: no state (RQ 3.0)
+    assert workerhash.read(connection, keys.worker_key('w2')).state == '?'  # type: ignore[union-attr]
 
 
 def test_reading_a_worker_whose_hash_is_gone_drops_its_key(connection: redis.Redis) -> None:
@@ -100,3 +102,12 @@ def test_upkeep_maintains_at_once_and_beats_until_stopped() -> None:
     assert beats.acquire(timeout=5) and beats.acquire(timeout=5)
     upkeep.stop()
     assert upkeep.stopped.is_set()
+
+
+def test_a_stop_job_reaches_a_job_claimed_but_not_yet_taken_in(connection: redis.Redis) -> None:
+    """The claim script marks the job started and indexes the execution; until the loop takes the reply in, the
+    job is in no in-flight table: a stop-job sent then (once ignored: CI saw the job run to its end) counts."""
+    worker = SimpleWorker(['q'], connection=connection, name='w-stop')
+    connection.sadd(keys.worker_executions_key('w-stop'), 'job[1]*:x1', 'other:x2')
+    assert worker.is_working_on('job[1]*') and worker.is_working_on('other')
+    assert not worker.is_working_on('job') and not worker.is_working_on('job[1]') and not worker.is_working_on('oth')

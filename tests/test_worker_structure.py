@@ -93,6 +93,8 @@ def private_accesses() -> dict[tuple[str, str], list[int]]:
                 continue
             if isinstance(node.value, ast.Name) and node.value.id in ('self', 'cls'):
                 continue
+            if isinstance(node.value, ast.Call) and getattr(node.value.func, 'id', None) == 'super':
+                continue  # super()._name(): the class's own member, reached from an override
             found.setdefault((module, node.attr), []).append(node.lineno)
     return found
 

@@ -10,6 +10,10 @@ checks the same way for all of them:
   started at `start` (time.monotonic) and stopped once the run's tally (tally.py) has counted `count`
   jobs.
 
+The async ones (arq, saq, taskiq) also have `async_producer(url, job, callers) -> (send, close)`, for
+the concurrent single-enqueue rows (bench/async_producers.py): `await send()` enqueues one job of `job`
+on one client with `callers` connections open.
+
 Nothing here imports a peer in the bench's own process: only a run's fork does (so that no other
 library's run inherits its memory), and a peer that is not installed is reported in its cells.
 """
@@ -33,6 +37,7 @@ class Peer:
     model: str  # 'thread': plain functions on threads; 'async': coroutines on one event loop
     how: str  # its configuration, for the report (bench/README.md says why)
     install: str = 'pip install -e ".[peers]"'
+    producer: str = ''  # its async producer, for the async rows (bench/async_producers.py); '' if none
 
 
 PEERS = (
@@ -53,14 +58,23 @@ PEERS = (
         'one Worker, max_jobs=N, poll_delay=10 ms, results kept (default)',
         # not in the extra: arq declares redis<6, which would downgrade every column's redis-py
         'pip install --no-deps arq==0.28.0',
+        producer='await ArqRedis.enqueue_job on one create_pool() client',
     ),
-    Peer('saq', ('saq',), ('saq',), 'async', 'Redis Queue, one Worker, concurrency=N'),
+    Peer(
+        'saq',
+        ('saq',),
+        ('saq',),
+        'async',
+        'Redis Queue, one Worker, concurrency=N',
+        producer='await Queue.enqueue on one Queue.from_url() (its redis.asyncio client)',
+    ),
     Peer(
         'taskiq',
         ('taskiq', 'taskiq_redis'),
         ('taskiq', 'taskiq-redis'),
         'async',
         'taskiq-redis RedisStreamBroker (acks), no result backend, one receiver, max_async_tasks=N',
+        producer='await task.kiq() on one started RedisStreamBroker (XADD through its connection pool)',
     ),
 )
 BY_NAME = {peer.name: peer for peer in PEERS}

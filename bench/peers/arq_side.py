@@ -65,6 +65,17 @@ async def async_sender(url: str, job: str) -> tuple[Any, Any]:
     return send, pool.aclose
 
 
+async def async_producer(url: str, job: str, callers: int) -> tuple[Any, Any]:
+    """(async send(), async close()) on one pool with `callers` connections open, for the async rows."""
+    pool = await _pool(url)
+    await asyncio.gather(*(pool.ping() for _ in range(callers)))
+
+    async def send() -> None:
+        await pool.enqueue_job(job)
+
+    return send, pool.aclose
+
+
 def queued(url: str) -> int:
     async def main() -> int:
         pool = await _pool(url)

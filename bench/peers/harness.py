@@ -27,11 +27,16 @@ from bench.redis_server import Target
 QUIET = ('dramatiq', 'celery', 'kombu', 'huey', 'arq', 'saq', 'taskiq', 'taskiq_redis', 'bullmq')
 
 
-def _prepare(target: Target) -> Any:
-    """In the run's process: the jobs' Redis URL, quiet libraries, and a client of our own."""
+def quiet(target: Target) -> None:
+    """In the run's process: the jobs' Redis URL, and quiet libraries."""
     os.environ[jobs.REDIS_URL_VARIABLE] = target.url
     for name in QUIET:  # per-job INFO lines and shutdown notices; a job's failure shows in the count
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _prepare(target: Target) -> Any:
+    """In the run's process: the jobs' Redis URL, quiet libraries, and a client of our own."""
+    quiet(target)
     client = target.connect()
     client.ping()
     return client

@@ -62,6 +62,17 @@ async def async_sender(url: str, job: str) -> tuple[Any, Any]:
     return send, queue.disconnect
 
 
+async def async_producer(url: str, job: str, callers: int) -> tuple[Any, Any]:
+    """(async send(), async close()) on one queue with `callers` connections open, for the async rows."""
+    queue = await _queue(url)
+    await asyncio.gather(*(queue.redis.ping() for _ in range(callers)))
+
+    async def send() -> None:
+        await queue.enqueue(job)
+
+    return send, queue.disconnect
+
+
 def queued(url: str) -> int:
     async def main() -> int:
         queue = await _queue(url)

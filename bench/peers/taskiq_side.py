@@ -65,6 +65,22 @@ async def async_sender(url: str, job: str) -> tuple[Any, Any]:
     return send, broker.shutdown
 
 
+async def async_producer(url: str, job: str, callers: int) -> tuple[Any, Any]:
+    """(async send(), async close()) on one broker with `callers` connections of its pool open, for the
+    async rows."""
+    import redis.asyncio
+
+    broker, tasks = await _broker(url)
+    client = redis.asyncio.Redis(connection_pool=broker.connection_pool)
+    await asyncio.gather(*(client.ping() for _ in range(callers)))
+    task = tasks[job]
+
+    async def send() -> None:
+        await task.kiq()
+
+    return send, broker.shutdown
+
+
 def queued(url: str) -> int:
     """Messages in the stream that the group has not yet read (its lag)."""
 

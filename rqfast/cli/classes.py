@@ -1,4 +1,4 @@
-"""Dotted paths from the command line to rqfast's classes; RQ's own names map to rqfast's.
+"""Dotted paths from the command line to rqfast's classes, the CLI's one loader; RQ's own names map to rqfast's.
 
 `rq worker -w rq.SimpleWorker` becomes `rqfast worker -w rq.SimpleWorker` and runs
 rqfast.SimpleWorker: a Procfile changes only its command name.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import click
 import redis
 
 from ..defaults import DEFAULT_WORKER_CLASS
@@ -35,17 +36,25 @@ def rqfast_name(path: str) -> str:
     return 'rqfast.' + path[len('rq.') :] if path.startswith('rq.') else path
 
 
-def load(path: str, option: str) -> Any:
-    """Import a dotted path given to `option`, or fail with one line saying why."""
+def load(path: str, option: str, rq_errors: bool = False) -> Any:
+    """Import a dotted path given to `option`, or fail with one line saying why. With `rq_errors` (the
+    commands RQ's CLI has, through CliConfig) the import's own error propagates, as RQ's does."""
+    if rq_errors:
+        return import_attribute(rqfast_name(path))
     try:
         return import_attribute(rqfast_name(path))
     except Exception as exc:  # importing user code can raise anything; all of it is a usage error here
         raise CliError(f'{option}: cannot import {path!r}: {exc}') from exc
 
 
-def load_class(path: str, option: str, base: type[T]) -> type[T]:
-    found = load(path, option)
+def load_class(path: str, option: str, base: type[T], rq_errors: bool = False) -> type[T]:
+    """The class at an RQ or rqfast dotted path, a subclass of `base`: the CLI's one class loader. A class
+    of the wrong kind is a one-line error (CliError), or with `rq_errors` click's usage error (exit 2), as
+    RQ's CLI answers it."""
+    found = load(path, option, rq_errors)
     if not (isinstance(found, type) and issubclass(found, base)):
+        if rq_errors:
+            raise click.BadParameter(f'{path} is not a subclass of {base.__name__}', param_hint=option)
         raise CliError(f'{option}: {path!r} is not a subclass of {base.__module__}.{base.__qualname__}')
     return found
 

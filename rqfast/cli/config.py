@@ -25,26 +25,15 @@ from ..defaults import (
     DEFAULT_WORKER_CLASS,
 )
 from ..exceptions import TimeoutFormatError
-from ..imports import import_attribute
 from ..job import Job
 from ..queue import Queue
 from ..serializers import Serializer, resolve_serializer
 from ..worker import BaseWorker
-from .classes import rqfast_name
+from .classes import load, load_class, rqfast_name
 from .errors import CliError
 from .settings import client_from_url, cluster_option, describe, read_settings, redis_from_settings
 
 F = TypeVar('F', bound=Callable[..., Any])
-T = TypeVar('T')
-
-
-def _load(path: str, base: type[T], option: str) -> type[T]:
-    """The class at an RQ or rqfast dotted path. ValueError as RQ's when it is missing; a usage error (exit 2,
-    as RQ's) when the module exists but the name is not a class of the right kind."""
-    found = import_attribute(rqfast_name(path))
-    if not (isinstance(found, type) and issubclass(found, base)):
-        raise click.BadParameter(f'{path} is not a subclass of {base.__name__}', param_hint=option)
-    return found
 
 
 class CliConfig:
@@ -71,11 +60,12 @@ class CliConfig:
         for directory in reversed(path or ()):
             if directory not in sys.path:
                 sys.path.insert(0, directory)
-        self.worker_class = _load(worker_class, BaseWorker, '--worker-class')
-        self.job_class = _load(job_class, Job, '--job-class')
-        self.death_penalty_class = import_attribute(rqfast_name(death_penalty_class))
-        self.queue_class = _load(queue_class, Queue, '--queue-class')
-        self.connection_class = _load(connection_class, redis.Redis, '--connection-class')
+        # RQ's commands: the errors RQ's CLI gives (classes.load_class, rq_errors)
+        self.worker_class = load_class(worker_class, '--worker-class', BaseWorker, rq_errors=True)
+        self.job_class = load_class(job_class, '--job-class', Job, rq_errors=True)
+        self.death_penalty_class = load(death_penalty_class, '--death-penalty-class', rq_errors=True)
+        self.queue_class = load_class(queue_class, '--queue-class', Queue, rq_errors=True)
+        self.connection_class = load_class(connection_class, '--connection-class', redis.Redis, rq_errors=True)
 
     @property
     def connection(self) -> redis.Redis:

@@ -212,6 +212,8 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
     def register_birth(self) -> None:
         about = {'pid': self.pid, 'hostname': self.hostname, 'ip_address': self.ip_address}
         about.update(version=self.version, python_version=self.python_version)
+        # rqfast's additive fields (RQ's readers ignore them): what the dashboard's workers page shows
+        about.update(worker_class=f'{type(self).__module__}.{type(self).__qualname__}', concurrency=self.concurrency)
         for names in keys.by_keyspace(self.queue_names()):  # (sharded by queue: in each queue's keyspace)
             self._hash.birth(self.worker_ttl + 60, names, about)
 

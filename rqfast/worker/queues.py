@@ -20,7 +20,7 @@ from .. import keys
 from ..cluster import check_connection
 from ..imports import import_attribute
 from ..queue import Queue
-from ..queuebase import own_job_class as own_job_class  # the worker's job class, as a queue's
+from ..queue import own_job_class as own_job_class  # the worker's job class, as a queue's
 
 
 def queue_list(queues: Any) -> list[Any]:

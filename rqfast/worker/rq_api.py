@@ -18,6 +18,8 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
+import redis
+
 from .. import keys
 from ..command import handle_command, parse_payload
 from ..dates import now, utcformat
@@ -91,8 +93,16 @@ class RQWorkerAPI(WorkerAttributes):
         handle_command(self, payload)  # type: ignore[arg-type]
 
     def is_working_on(self, job_id: str) -> bool:
-        """Whether the job is one this worker runs now (a stop-job for another one is ignored)."""
-        return job_id in self._recorder.in_flight
+        """Whether the job is one this worker runs now (a stop-job for another one is ignored): one it holds,
+        or one its last call claimed whose reply the loop has not taken in yet (the job reads `started`
+        already; the claim put it in RQ 3.0's index of the worker's executions)."""
+        if job_id in self._recorder.in_flight:
+            return True
+        pattern = ''.join('\\' + c if c in '*?[]\\' else c for c in job_id) + ':*'
+        try:
+            return any(True for _ in self.connection.sscan_iter(self.executions_key, match=pattern, count=1000))
+        except redis.RedisError:
+            return False
 
     def kill_horse(self, sig: int = signal.SIGKILL) -> None:
         """Kill the running horses' process groups (the jobs' own children too): a forking or spawn
