@@ -84,6 +84,32 @@ def test_an_enqueue_into_a_full_redis_raises_one_clear_error(private: redis.Redi
     assert q.job_ids == [job.id]
 
 
+def test_an_async_enqueue_into_a_full_redis_raises_the_same_error(private: redis.Redis) -> None:
+    import asyncio
+
+    import redis.asyncio as aredis
+
+    from rqfast.asyncio import AsyncQueue
+
+    port = private.connection_pool.connection_kwargs['port']
+
+    async def scenario() -> None:
+        client = aredis.Redis(port=port)
+        try:
+            q = AsyncQueue('q', connection=client)
+            await q.enqueue('builtins.len', 'a')
+            fill(private)
+            with pytest.raises(RedisFullError, match='Redis is full'):
+                await q.enqueue('builtins.len', 'b')
+            free(private)
+            await q.enqueue('builtins.len', 'c')
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())
+    assert Queue('q', connection=private).count == 2
+
+
 @pytest.mark.parametrize('worker_class', CLASSES)
 def test_a_refused_finish_is_kept_and_recorded_once_redis_has_room(
     private: redis.Redis, tmp_path: Path, worker_class: str
