@@ -15,7 +15,8 @@
 -- already started instead of claiming another.
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
 --   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0,
---   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next)}
+--   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next),
+--   1 (finish_job's `recorded`), 1 if nothing was claimed and no check was needed (see plain_reply)}
 
 --@include _common.lua
 --@include _argv.lua
@@ -60,8 +61,8 @@ if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_i
     table.insert(claim[4], 1, moved_id)
   end
   if not claim[1] then set_worker_idle(w, c, idle_ttl) end
-  return claim
+  return plain_reply(claim, 1, c)
 end
 local claim = claim_next(queues, w, x, c)
 if not claim[1] then set_worker_idle(w, c, idle_ttl) end
-return claim
+return plain_reply(claim, 1, c)

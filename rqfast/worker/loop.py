@@ -83,6 +83,9 @@ class Loop:
         self.stop = stop
         self.size = size
         self.in_hand = engine.Claim()  # what the last inline record claimed: run next
+        # Inline: the last record claimed nothing and saw the queues empty with nothing to check (Claim.plain):
+        # the loop blocks for a job at once, with no claim of its own, and without reading the paused queues.
+        self.drained = False
         self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
         self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
@@ -144,19 +147,24 @@ class Loop:
             self._start(claim)
         while True:
             started = self.started
-            poll_at = self._turn(burst, poll_at or 0.0)
-            if poll_at is None:
-                return
-            if self.running or self.started != started:
-                idle_since = time.monotonic()
-            if self.running or self.ahead:
-                continue
+            drained, self.drained = self.drained, False
+            if not drained:  # (drained: the record that ended the inline run just claimed, and saw them empty)
+                poll_at = self._turn(burst, poll_at or 0.0)
+                if poll_at is None:
+                    return
+                if self.running or self.started != started:
+                    idle_since = time.monotonic()
+                if self.running or self.ahead:
+                    continue
             if self.stop.requested or (max_jobs is not None and self.started >= max_jobs):
                 return
-            if poll_at == 0.0:
+            if poll_at == 0.0 and not drained:
                 continue  # the last claim filled every slot, and those jobs ended already
-            if not self._wait_idle(burst, idle_since, max_idle_time):
+            started = self.started
+            if not self._wait_idle(burst, idle_since, max_idle_time, unpaused=drained):
                 return
+            if self.started != started:  # (the job the wait brought ran, inline)
+                idle_since = time.monotonic()
             poll_at = 0.0
 
     def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
@@ -203,13 +211,14 @@ class Loop:
             )  # (resumed: claim at once)
         return poll_at
 
-    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
-        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
+    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None, unpaused: bool = False) -> bool:
+        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop.
+        `unpaused`: the last claim saw no paused queue (Claim.plain), so the wait need not read them."""
         wait = empty_wait(self.context, burst, idle_since, max_idle_time)
         if wait is None:
             return False
         try:
-            moved = self.stop.interruptibly(self.recorder.waiter().wait, wait)
+            moved = self.stop.interruptibly(self.recorder.waiter().wait, wait, unpaused)
         except REDIS_LOST as exc:
             redis_lost(self.context, self.stop, exc, self.backoff)
             return True
@@ -218,7 +227,14 @@ class Loop:
             first = self._claim_one(moved)
             if first:
                 self._start(first)
+            else:
+                self.drained = self.inline is not None and self._drained(first)
         return True
+
+    @staticmethod
+    def _drained(claim: engine.Claim) -> bool:
+        """An empty claim that saw the queues empty, with nothing to check and nothing dropped on the way."""
+        return claim.plain and not claim.dropped and not claim.dead_lettered
 
     def _claim_one(self, moved: tuple[str, str] | None = None) -> engine.Claim:
         """One claim_job call (of the job a blocking wait moved, if any), past ids without a job hash;
@@ -333,7 +349,7 @@ class Loop:
 
     def _start(self, claim: engine.Claim) -> None:
         if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
-            self.inline.run_from(claim, self._one_more)
+            self.drained = self._drained(self.inline.run_from(claim, self._one_more))
             return
         self.recorder.hold(claim)
         self.started += 1

@@ -150,10 +150,12 @@ class Waiter:
             conn.disconnect()
         self._connections, self._client_ids, self._nodes = [], [], []
 
-    def wait(self, timeout: int) -> tuple[str, str] | None:
-        """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
+    def wait(self, timeout: int, unpaused: bool = False) -> tuple[str, str] | None:
+        """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s.
+        `unpaused`: the caller's last claim saw no paused queue, so they are not read first (a queue paused
+        since is seen by the claim of the id moved from it, which puts the id back; Claim.plain)."""
         paused: set[str] = set()
-        for _ in keys.by_keyspace(self.queues):  # (sharded by queue: each queue's keyspace says)
+        for _ in keys.by_keyspace(self.queues) if not unpaused else ():  # (sharded by queue: each keyspace says)
             paused |= suspension.paused_queues(self.connection)
         active = [i for i, queue in enumerate(self.queues) if queue not in paused]
         if not active:
