@@ -164,7 +164,8 @@ def test_an_idle_worker_whose_queues_are_all_paused_sleeps_instead_of_spinning(
 def test_a_queue_paused_while_the_worker_blocks_without_looking_keeps_its_jobs(redis_conn: redis.Redis) -> None:
     """After a job, the worker blocks at once without reading the paused queues (its finish call saw none):
     a queue paused meanwhile is seen by the claim of the id its wait moved, which puts the id back; the
-    worker then reads the paused queues before it blocks again, and runs the job once resumed. (A real server: fakeredis' blocking move waits out its timeout.)"""
+    worker then reads the paused queues before it blocks again, and runs the job once resumed. (A real
+    server: fakeredis' blocking move waits out its timeout.)"""
     queue = Queue('a', connection=redis_conn)
     first = queue.enqueue(jobs.add, 1, 2)
     held: list[Job] = []

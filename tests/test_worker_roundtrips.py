@@ -289,8 +289,8 @@ def test_a_job_that_finds_the_worker_idle_costs_three_round_trips(
 ) -> None:
     """The idle path: the blocking wait returns the job's id, one claim call starts it, its finish call
     records it and finds the queue empty, and the worker blocks again at once (no claim of its own, no
-    read of the paused queues): BLMOVE + 2 script calls per job (it was 5: a claim after the finish, and SMEMBERS of the paused
-    queues before each wait)."""
+    read of the paused queues): BLMOVE + 2 script calls per job (it was 5: a claim after the finish, and
+    SMEMBERS of the paused queues before each wait)."""
     one_at_a_time(redis_conn, 2)()
     costs = []
     for n in (5, 5 + 10):

@@ -32,7 +32,6 @@ from __future__ import annotations
 import queue
 import sys
 import time
-import uuid
 from collections import deque
 from datetime import datetime
 from typing import Any
@@ -154,18 +153,20 @@ class Loop:
                     return
                 if self.running or self.started != started:
                     idle_since = time.monotonic()
-                if self.running or self.ahead:
-                    continue
-            if self.stop.requested or (max_jobs is not None and self.started >= max_jobs):
+                if self.running or self.ahead or (poll_at == 0.0 and not self._done(max_jobs)):
+                    continue  # (0.0: the last claim filled every slot, and those jobs ended already)
+            if self._done(max_jobs):
                 return
-            if poll_at == 0.0 and not drained:
-                continue  # the last claim filled every slot, and those jobs ended already
             started = self.started
             if not self._wait_idle(burst, idle_since, max_idle_time, unpaused=drained):
                 return
             if self.started != started:  # (the job the wait brought ran, inline)
                 idle_since = time.monotonic()
             poll_at = 0.0
+
+    def _done(self, max_jobs: int | None) -> bool:
+        """A stop was asked, or max_jobs have started."""
+        return self.stop.requested or (max_jobs is not None and self.started >= max_jobs)
 
     def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
         """Inline, one job: run the claim in hand, or claim one (never blocking); False if there was none.
@@ -241,7 +242,7 @@ class Loop:
         while Redis is unreachable, sent again as it was (if a lost reply's call ran, the answer is the
         job it claimed). An empty claim when the queues are empty or the workers suspended."""
         backoff = Backoff()
-        execution_id = uuid.uuid4().hex
+        execution_id = engine.new_execution_id()
         while True:
             try:
                 claim = self.recorder.claim(moved, execution_id=execution_id)
@@ -250,7 +251,7 @@ class Loop:
                 continue
             if claim or claim.suspended or not claim.dropped:
                 return claim
-            moved, execution_id = None, uuid.uuid4().hex  # a claim looks at 100 dropped ids at most
+            moved, execution_id = None, engine.new_execution_id()  # a claim looks at 100 dropped ids at most
 
     def _free(self) -> int:
         """How many jobs the next call may claim: for the free slots, and to top up the jobs held ahead."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -250,7 +249,7 @@ class Recorder:
         fence holds the second off and its answer is the job the first one claimed)."""
         backoff = Backoff()
         moment = now or dates.now()
-        next_execution = uuid.uuid4().hex
+        next_execution = engine.new_execution_id()
         retried = False
         while True:
             try:
