@@ -213,12 +213,10 @@ local function claim_next(queues, w, x, c)
   return {false, false, false, dropped, 0, dead}
 end
 
--- A claim's answer (claim_next's) with its 7th element, `recorded` (finish_job's), and an 8th: 1 when it
--- claimed nothing and claim_next found no suspension, paused queue or priority lane (c.plain), so the
--- worker may block on its queues at once, without reading the paused queues first (waiting.py); else 0.
+-- claim_next's answer, finish_job's `recorded` 7th, and 8th 1 when it claimed nothing and saw no
+-- suspension, paused queue or priority lane (c.plain): the worker may block at once (waiting.py).
 local function plain_reply(reply, recorded, c)
-  reply[7] = recorded
-  reply[8] = (not reply[1] and c.plain) and 1 or 0
+  reply[7], reply[8] = recorded, (not reply[1] and c.plain) and 1 or 0
   return reply
 end
 

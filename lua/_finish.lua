@@ -59,7 +59,7 @@ local function finish_one(args, offset)
     if claim then reply = claim_next(queues, w, next_x, c) end
     if x ~= '' then forget_worker_execution(id, x, w) end
     if not reply[1] then set_worker_idle(w, c, idle_ttl) end  -- (no claim asked: reply[1] is false)
-    return plain_reply(reply, recorded, c)  -- (no claim asked: c.plain is nil, the 8th 0)
+    return plain_reply(reply, recorded, c)
   end
 
   -- The owner's fence: its execution hash, deleted here as the execution ends (DEL answers 0 when it
