@@ -37,7 +37,7 @@
 --   written only for a job whose hash holds `events`; "" or absent: none)
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
 -- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off; then an
--- 8th: 1 if a claim was asked, found nothing, and needed no check (plain_reply in _claim.lua).
+-- 8th: 1 if a claim was asked, found nothing, and needed no check (as claim_job.lua's 8th).
 
 --@include _finish.lua
 

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'defaults',
             'text',
             'exceptions',
+            'redis_errors',
             'imports',
             'serializers',
             'timeouts',
@@ -103,6 +104,10 @@ _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.as_rq', 'site'): (1, _CHILD + 'runs without `site` (-S): only `rqfast doctor` reads its folders'),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
+    ('rqfast.exceptions', 'rqfast.redis_errors'): (
+        1,
+        _CHILD + "imports rqfast.exceptions; its errors of a full or silent Redis subclass redis-py's",
+    ),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
         1,
