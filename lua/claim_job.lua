@@ -15,11 +15,20 @@
 -- already started instead of claiming another.
 -- Returns: {job id or false, queue or false, job hash (flat HGETALL, before the claim) or false,
 --   dropped ids (popped ids that had no job hash), 1 if <prefix>suspended is set else 0,
---   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next)}
+--   dead-lettered ids, flat: queue, id, reason, ... (ids outside RQ's pattern, see claim_next),
+--   1 (finish_job's `recorded`), 1 if nothing was claimed and claim_next saw no suspension, paused
+--   queue or priority lane (c.plain, see plain_claim): the worker may then block on its queues at once,
+--   without reading the paused queues first (rqfast/worker/waiting.py), else 0}
 
 --@include _common.lua
 --@include _argv.lua
 --@include _claim.lua
+
+-- A claim's answer with its 7th and 8th elements (see Returns above).
+local function plain_reply(reply, c)
+  reply[7], reply[8] = 1, (not reply[1] and c.plain) and 1 or 0
+  return reply
+end
 
 local r = argv_reader(2)
 local w, now_text, now_float, now_int = r:take(4)
@@ -59,8 +68,8 @@ if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_i
     table.insert(claim[4], 1, moved_id)
   end
   if not claim[1] then set_worker_idle(w, c, idle_ttl) end
-  return claim
+  return plain_reply(claim, c)
 end
 local claim = claim_next(queues, w, x, c)
 if not claim[1] then set_worker_idle(w, c, idle_ttl) end
-return claim
+return plain_reply(claim, c)

@@ -36,7 +36,8 @@
 -- then (optional) the outcome's event name and detail for rqfast's events (job_event in _events.lua:
 --   written only for a job whose hash holds `events`; "" or absent: none)
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
--- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off.
+-- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off; then an
+-- 8th: 1 if a claim was asked, found nothing, and needed no check (as claim_job.lua's 8th).
 
 --@include _finish.lua
 

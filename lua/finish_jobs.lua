@@ -1,10 +1,9 @@
 -- finish_jobs.lua: record the outcomes of several jobs one worker ran at once and claim up to k
 -- more, in one call (a worker with concurrency > 1; with no outcome it is a claim of up to k).
--- Each outcome is written by finish_one (lua/_finish.lua), the whole of what finish_job.lua does, so
--- what an outcome writes (and every fence on it) is the same in both scripts. Each outcome is passed
--- to it with no worker name and no claim; the worker's own writes (its counters, its RQ 3.0
--- executions index, its state and current job) are made here, once per call rather than once per
--- job: the same end state in fewer commands.
+-- Each outcome is written by finish_one (lua/_finish.lua), all of finish_job.lua, so an outcome
+-- writes the same (fences included) in both scripts. Each is passed to it with no worker name, no
+-- claim; the worker's own writes (its counters, its RQ 3.0 executions index, its state and current
+-- job) are made here, once per call rather than once per job: the same end state, fewer commands.
 --
 -- KEYS[1]: the prefix's `queues` key (rqfast.keys.SLOT_KEY), in every call: it routes the call on a Redis
 --   Cluster; the script names its keys from ARGV (the prefix, ARGV[1]: see _common.lua) and reads no KEYS

@@ -66,6 +66,9 @@ class Claim:
     # For the claim a finish_job call returned: False when that call recorded nothing, because the
     # finished execution no longer owned its job (fenced off: see lua/finish_job.lua).
     recorded: bool = True
+    # Nothing claimed, and the claim saw no suspension, paused queue or priority lane: an idle worker may
+    # block on its queues at once (waiting.py), with no claim or read of the paused queues first.
+    plain: bool = False
 
     def __bool__(self) -> bool:
         return self.job_id is not None
@@ -88,6 +91,7 @@ def _claim_from_reply(reply: workerscripts.ClaimReply | None, execution_id: str,
     if reply.dead_lettered:
         claim.dead_lettered = _dead_lettered(reply.dead_lettered)
     claim.recorded = bool(reply.recorded)
+    claim.plain = reply.plain == 1
     if reply.job_id:
         claim.job_id, claim.queue, claim.execution_id = as_text(reply.job_id), as_text(reply.queue), execution_id
         flat = reply.job_hash or []
@@ -198,6 +202,7 @@ class _ExecutionIds:
 
 
 _execution_ids = _ExecutionIds()
+new_execution_id = _execution_ids.next  # (a unique id as uuid4().hex is, at a fifth of its cost)
 
 
 class Ended(NamedTuple):
@@ -229,6 +234,7 @@ class Batch:
     dropped: list[str] = field(default_factory=list)
     suspended: bool = False
     dead_lettered: list[tuple[str, str, str]] = field(default_factory=list)
+    plain: bool = False  # Claim.plain, for one finish_job call's claim
 
 
 def finish_jobs(

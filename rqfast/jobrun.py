@@ -99,6 +99,8 @@ def execute(job: Any) -> Any:
 
 def _isawaitable(value: Any) -> bool:
     """inspect.isawaitable, without importing inspect (it would cost every spawned child's import)."""
+    if value is None:  # (most jobs' result: no ABC check)
+        return False
     return (
         isinstance(value, CoroutineType)
         or (isinstance(value, GeneratorType) and bool(value.gi_code.co_flags & _CO_ITERABLE_COROUTINE))

@@ -292,6 +292,8 @@ def _functions_owner(client: Any) -> Any:
 
 
 def _is_cluster(client: Any) -> bool:
+    if type(client) is DirectLine or type(client) is Redis:  # (the usual clients: no isinstance of a Protocol)
+        return False
     module = sys.modules.get('redis.cluster')
     return module is not None and isinstance(client, module.RedisCluster)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
@@ -74,6 +75,11 @@ class BaseDeathPenalty:
         raise NotImplementedError
 
 
+_SIGALRM, _SIG_DFL = int(signal.SIGALRM), int(signal.SIG_DFL)
+# signal.signal without its enum conversions (3 µs of a job's run): the C function it wraps
+_set_handler: Callable[[int, Any], Any] = sys.modules['_signal'].signal
+
+
 class UnixSignalDeathPenalty(BaseDeathPenalty):
     """SIGALRM after `timeout` seconds raises the exception inside the running job (main thread only)."""
 
@@ -83,14 +89,14 @@ class UnixSignalDeathPenalty(BaseDeathPenalty):
     def setup_death_penalty(self) -> None:
         if self._timeout is None or self._timeout <= 0:
             return
-        signal.signal(signal.SIGALRM, self.handle_death_penalty)
+        _set_handler(_SIGALRM, self.handle_death_penalty)
         signal.setitimer(signal.ITIMER_REAL, self._timeout)
 
     def cancel_death_penalty(self) -> None:
         if self._timeout is None or self._timeout <= 0:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        _set_handler(_SIGALRM, _SIG_DFL)
 
 
 class NoDeathPenalty(BaseDeathPenalty):

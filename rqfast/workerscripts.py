@@ -35,6 +35,7 @@ class ClaimReply(NamedTuple):
     suspended: int  # 1 if <prefix>suspended is set
     dead_lettered: list[bytes] | tuple[()] = ()  # ids moved aside, flat: queue, id, reason, ...
     recorded: int = 1  # finish_job's: 0 when its fence held the outcome off
+    plain: int = 0  # 1: nothing claimed, and no suspension, paused queue or priority lane was seen
 
 
 class BatchReply(NamedTuple):

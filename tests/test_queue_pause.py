@@ -159,3 +159,43 @@ def test_an_idle_worker_whose_queues_are_all_paused_sleeps_instead_of_spinning(
     SimpleWorker(['a'], connection=connection).work(max_idle_time=1, logging_level='WARNING')
     assert len(claims) <= 3, len(claims)
     assert held.get_status() == JobStatus.QUEUED and paused.job_ids == [held.id]
+
+
+def test_a_queue_paused_while_the_worker_blocks_without_looking_keeps_its_jobs(redis_conn: redis.Redis) -> None:
+    """After a job, the worker blocks at once without reading the paused queues (its finish call saw none):
+    a queue paused meanwhile is seen by the claim of the id its wait moved, which puts the id back; the
+    worker then reads the paused queues before it blocks again, and runs the job once resumed. (A real
+    server: fakeredis' blocking move waits out its timeout.)"""
+    queue = Queue('a', connection=redis_conn)
+    first = queue.enqueue(jobs.add, 1, 2)
+    held: list[Job] = []
+    blocked = threading.Event()
+
+    def pause_then_enqueue() -> None:
+        while first.get_status() != JobStatus.FINISHED:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the worker blocks on `a` by now, without having read the paused queues
+        queue.pause()
+        held.append(queue.enqueue(jobs.add, 3, 4))
+        time.sleep(0.5)
+        blocked.set()
+        queue.resume()
+
+    producer = threading.Thread(target=pause_then_enqueue)
+    producer.start()
+    worker = SimpleWorker(['a'], connection=redis_conn)
+    statuses: list[object] = []
+    original = worker._recorder.claim
+
+    def watched(*args: object, **kwargs: object) -> engine.Claim:
+        claim = original(*args, **kwargs)  # type: ignore[arg-type]
+        if held and not blocked.is_set():
+            statuses.append((claim.job_id, held[0].get_status()))
+        return claim
+
+    worker._recorder.claim = watched  # type: ignore[method-assign]
+    worker.work(max_jobs=2, max_idle_time=5, logging_level='WARNING')
+    producer.join(10)
+    assert statuses and all(job_id is None and status == JobStatus.QUEUED for job_id, status in statuses), statuses
+    assert held[0].get_status() == JobStatus.FINISHED
+    assert redis_conn.llen('rq:queue:a:intermediate') == 0

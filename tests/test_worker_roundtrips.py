@@ -256,3 +256,51 @@ def test_each_step_is_one_round_trip(redis_conn: redis.Redis, count_round_trips:
     cost = count_round_trips(lambda: [worker.step() for _ in range(K)])
     assert cost.steady == K, cost.commands
     assert FinishedJobRegistry('q', connection=redis_conn).count == K + 1
+
+
+def blocked_on_queue(conn: redis.Redis) -> bool:
+    """Whether a client is blocked in a BLMOVE (the idle worker's wait)."""
+    return any(client.get('cmd') == 'blmove' and 'b' in client.get('flags', '') for client in conn.client_list())
+
+
+def one_at_a_time(conn: redis.Redis, count: int) -> Callable[[], Any]:
+    """A worker that is idle, blocked on its queue, whenever a job comes: each job is enqueued (from another
+    thread, not counted) once the worker's wait blocks, so every job takes the idle path."""
+
+    def run() -> None:
+        queue = rqfast.Queue('q', connection=redis.Redis(connection_pool=conn.connection_pool))
+
+        def produce() -> None:
+            for i in range(count):
+                while not blocked_on_queue(conn):
+                    threading.Event().wait(0.002)
+                queue.enqueue(jobs.add, i, 1)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        SimpleWorker(['q'], connection=conn).work(max_jobs=count, logging_level='WARNING')
+        producer.join(30)
+
+    return run
+
+
+def test_a_job_that_finds_the_worker_idle_costs_three_round_trips(
+    redis_conn: redis.Redis, count_round_trips: Any
+) -> None:
+    """The idle path: the blocking wait returns the job's id, one claim call starts it, its finish call
+    records it and finds the queue empty, and the worker blocks again at once (no claim of its own, no
+    read of the paused queues): BLMOVE + 2 script calls per job (it was 5: a claim after the finish, and
+    SMEMBERS of the paused queues before each wait)."""
+    one_at_a_time(redis_conn, 2)()
+    costs = []
+    for n in (5, 5 + 10):
+        redis_conn.flushdb()
+        costs.append(count_round_trips(one_at_a_time(redis_conn, n)))
+        assert FinishedJobRegistry('q', connection=redis_conn).count == n
+    per_job = (costs[1].steady - costs[0].steady) / 10
+    steady = [[c.split()[0] for c in cost.commands if c.split()[0] not in CONNECTION_SETUP] for cost in costs]
+    extra = {name: (steady[1].count(name) - steady[0].count(name)) / 10 for name in set(steady[1])}
+    extra = {('script call' if name in ('FCALL', 'EVALSHA') else name): n for name, n in extra.items() if n}
+    print(f'round trips per job on the idle path: {per_job} {extra}')
+    assert per_job == 3, extra
+    assert extra == {'BLMOVE': 1, 'script call': 2}, extra

@@ -40,11 +40,12 @@ class Inline:
         self.joblog: JobLog = loader.joblog
         self.claimed = engine.Claim()  # what a hook's record claimed (deliver), run next
 
-    def run_from(self, claim: engine.Claim, one_more: Callable[[], bool]) -> None:
+    def run_from(self, claim: engine.Claim, one_more: Callable[[], bool]) -> engine.Claim:
         """Run the claim, then each job its record claimed, while `one_more()` (asked as each starts) says
-        the one after it may be claimed too."""
+        the one after it may be claimed too. The answer is the last record's empty claim (what it saw)."""
         while claim:
             claim = self.run(claim, one_more(), None)
+        return claim
 
     def run(self, claim: engine.Claim, claim_next: bool, now: datetime | None) -> engine.Claim:
         """Run the job on this thread and record it, claiming the next (unless not claim_next); the answer

@@ -64,7 +64,7 @@ def _claim_in(
 ) -> engine.Claim:
     """One claim per queue's keyspace, in order, until one yields a job or says suspended; the ids any
     of them dropped or moved aside are all in the answer."""
-    claim, dropped, dead = engine.Claim(), [], []
+    claim, dropped, dead, plain = engine.Claim(), [], [], True
     for queue in queues:
         with keys.within(queue):
             claim = engine.claim_job(
@@ -76,9 +76,10 @@ def _claim_in(
             )
         dropped += claim.dropped
         dead += claim.dead_lettered
+        plain = plain and claim.plain
         if claim or claim.suspended:
             break
-    claim.dropped, claim.dead_lettered = dropped, dead
+    claim.dropped, claim.dead_lettered, claim.plain = dropped, dead, plain and not claim
     return claim
 
 
@@ -121,6 +122,7 @@ def finish_job(
             next_execution=next_execution,
         )
     answer = done
+    answer.plain = False  # (it speaks for its own keyspace only: the wait reads the paused queues first)
     if took:
         answer = ahead
     elif claim_next and not done and not done.suspended and at + 1 < len(order):

@@ -32,7 +32,6 @@ from __future__ import annotations
 import queue
 import sys
 import time
-import uuid
 from collections import deque
 from datetime import datetime
 from typing import Any
@@ -83,6 +82,9 @@ class Loop:
         self.stop = stop
         self.size = size
         self.in_hand = engine.Claim()  # what the last inline record claimed: run next
+        # Inline: the last record claimed nothing and saw the queues empty with nothing to check (Claim.plain):
+        # the loop blocks for a job at once, with no claim of its own, and without reading the paused queues.
+        self.drained = False
         self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
         self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
@@ -144,20 +146,27 @@ class Loop:
             self._start(claim)
         while True:
             started = self.started
-            poll_at = self._turn(burst, poll_at or 0.0)
-            if poll_at is None:
+            drained, self.drained = self.drained, False
+            if not drained:  # (drained: the record that ended the inline run just claimed, and saw them empty)
+                poll_at = self._turn(burst, poll_at or 0.0)
+                if poll_at is None:
+                    return
+                if self.running or self.started != started:
+                    idle_since = time.monotonic()
+                if self.running or self.ahead or (poll_at == 0.0 and not self._done(max_jobs)):
+                    continue  # (0.0: the last claim filled every slot, and those jobs ended already)
+            if self._done(max_jobs):
                 return
-            if self.running or self.started != started:
+            started = self.started
+            if not self._wait_idle(burst, idle_since, max_idle_time, unpaused=drained):
+                return
+            if self.started != started:  # (the job the wait brought ran, inline)
                 idle_since = time.monotonic()
-            if self.running or self.ahead:
-                continue
-            if self.stop.requested or (max_jobs is not None and self.started >= max_jobs):
-                return
-            if poll_at == 0.0:
-                continue  # the last claim filled every slot, and those jobs ended already
-            if not self._wait_idle(burst, idle_since, max_idle_time):
-                return
             poll_at = 0.0
+
+    def _done(self, max_jobs: int | None) -> bool:
+        """A stop was asked, or max_jobs have started."""
+        return self.stop.requested or (max_jobs is not None and self.started >= max_jobs)
 
     def step(self, now: datetime | None = None, claim_next: bool = True) -> bool:
         """Inline, one job: run the claim in hand, or claim one (never blocking); False if there was none.
@@ -203,13 +212,14 @@ class Loop:
             )  # (resumed: claim at once)
         return poll_at
 
-    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None) -> bool:
-        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop."""
+    def _wait_idle(self, burst: bool, idle_since: float, max_idle_time: int | None, unpaused: bool = False) -> bool:
+        """Nothing in flight, the queues empty: block until a job comes (and claim it); False: time to stop.
+        `unpaused`: the last claim saw no paused queue (Claim.plain), so the wait need not read them."""
         wait = empty_wait(self.context, burst, idle_since, max_idle_time)
         if wait is None:
             return False
         try:
-            moved = self.stop.interruptibly(self.recorder.waiter().wait, wait)
+            moved = self.stop.interruptibly(self.recorder.waiter().wait, wait, unpaused)
         except REDIS_LOST as exc:
             redis_lost(self.context, self.stop, exc, self.backoff)
             return True
@@ -218,14 +228,21 @@ class Loop:
             first = self._claim_one(moved)
             if first:
                 self._start(first)
+            else:
+                self.drained = self.inline is not None and self._drained(first)
         return True
+
+    @staticmethod
+    def _drained(claim: engine.Claim) -> bool:
+        """An empty claim that saw the queues empty, with nothing to check and nothing dropped on the way."""
+        return claim.plain and not claim.dropped and not claim.dead_lettered
 
     def _claim_one(self, moved: tuple[str, str] | None = None) -> engine.Claim:
         """One claim_job call (of the job a blocking wait moved, if any), past ids without a job hash;
         while Redis is unreachable, sent again as it was (if a lost reply's call ran, the answer is the
         job it claimed). An empty claim when the queues are empty or the workers suspended."""
         backoff = Backoff()
-        execution_id = uuid.uuid4().hex
+        execution_id = engine.new_execution_id()
         while True:
             try:
                 claim = self.recorder.claim(moved, execution_id=execution_id)
@@ -234,7 +251,7 @@ class Loop:
                 continue
             if claim or claim.suspended or not claim.dropped:
                 return claim
-            moved, execution_id = None, uuid.uuid4().hex  # a claim looks at 100 dropped ids at most
+            moved, execution_id = None, engine.new_execution_id()  # a claim looks at 100 dropped ids at most
 
     def _free(self) -> int:
         """How many jobs the next call may claim: for the free slots, and to top up the jobs held ahead."""
@@ -333,7 +350,7 @@ class Loop:
 
     def _start(self, claim: engine.Claim) -> None:
         if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
-            self.inline.run_from(claim, self._one_more)
+            self.drained = self._drained(self.inline.run_from(claim, self._one_more))
             return
         self.recorder.hold(claim)
         self.started += 1

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -194,7 +193,9 @@ class Recorder:
                 one.job_id, one.queue, one.execution_id, one.plan, one.working_time, claim == 1, now
             )
             claims = [found] if found else []
-            return engine.Batch([found.recorded], claims, found.dropped, found.suspended, found.dead_lettered)
+            batch = engine.Batch([found.recorded], claims, found.dropped, found.suspended, found.dead_lettered)
+            batch.plain = found.plain
+            return batch
         still = self.in_flight.get(still_running)
         backoff = Backoff()
         while True:
@@ -230,7 +231,9 @@ class Recorder:
             found = batch.claims[0]
             self.state = WorkerStatus.BUSY
         else:  # (none claimed: what the call saw instead)
-            found = engine.Claim(dropped=batch.dropped, suspended=batch.suspended, dead_lettered=batch.dead_lettered)
+            found = engine.Claim(
+                dropped=batch.dropped, suspended=batch.suspended, dead_lettered=batch.dead_lettered, plain=batch.plain
+            )
             self.state = WorkerStatus.IDLE
         found.recorded = batch.recorded[0]
         self.account(running, outcome, plan, found.recorded, log=log, working=working)
@@ -250,7 +253,7 @@ class Recorder:
         fence holds the second off and its answer is the job the first one claimed)."""
         backoff = Backoff()
         moment = now or dates.now()
-        next_execution = uuid.uuid4().hex
+        next_execution = engine.new_execution_id()
         retried = False
         while True:
             try:

@@ -185,14 +185,16 @@ class Waiter:
             conn.disconnect()
         self._connections, self._client_ids, self._nodes = [], [], []
 
-    def wait(self, timeout: int) -> tuple[str, str] | None:
-        """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s."""
+    def wait(self, timeout: int, unpaused: bool = False) -> tuple[str, str] | None:
+        """(queue, id) of a job moved into that queue's intermediate list, or None after `timeout` s.
+        `unpaused`: the caller's last claim saw no paused queue, so they are not read first (a queue paused
+        since is seen by the claim of the id moved from it, which puts the id back; Claim.plain)."""
         if not has_sockets(self.connection):
-            active = self._active(self._paused())
+            active = self._active(set() if unpaused else self._paused())
             return self._wait_fake(timeout, active) if active else self._all_paused(timeout)
         try:
             self._ensure_connections()
-            active = self._active(self._paused())
+            active = self._active(set() if unpaused else self._paused())
             return self._wait_many(timeout, active) if active else self._all_paused(timeout)
         except (AskError, TryAgainError):  # (MovedError is an AskError) the cluster is moving the slot: the
             self.close()  # next claim's script call follows the cluster client there, and so does the next wait
