@@ -8,7 +8,6 @@ delegate here. A coroutine function is refused (RQ 3.0): it would return an un-a
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ logger = logging.getLogger(logger_name('job'))
 
 def _refuse_coroutine(callback: Any, kind: str) -> None:
     """RQ 3.0 raises TypeError for an `async def` callback; RQ 2.12 called it (and never awaited it)."""
+    import inspect  # here: a spawned child whose job has no callback does not import it (ast, dis, tokenize)
+
     if inspect.iscoroutinefunction(callback) and not rq2_compat():
         raise TypeError(f'Coroutine {kind} callbacks are not supported')
 
