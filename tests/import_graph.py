@@ -102,6 +102,12 @@ LAYERS: list[tuple[str, list[str]]] = [
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ('rqfast.as_rq', 'site'): (1, _CHILD + 'runs without `site` (-S): only `rqfast doctor` reads its folders'),
+    ('rqfast.callbacks', 'inspect'): (1, _CHILD + 'whose job has no callback never imports inspect (ast, dis: 3 ms)'),
+    ('rqfast.cluster', 'inspect'): (1, _CHILD + 'never imports inspect unless sharded by queue (3 ms)'),
+    ('rqfast.text', 'json'): (
+        1,
+        _CHILD + 'whose job has no JSON field (retries, dependencies, webhooks) never imports json',
+    ),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.jobhash', 'rqfast.webhook'): (

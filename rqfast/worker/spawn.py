@@ -14,7 +14,6 @@ monitor_work_horse() are RQ 3.0's step-by-step way: a child spawned for the job 
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import re
@@ -43,17 +42,20 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BOOTSTRAP = """
 import sys
 def _replay_site(replay):
-    import json, site
-    replay = json.loads(replay)
-    sys.prefix, sys.exec_prefix = replay['prefix'], replay['exec_prefix']
+    # (lines, not JSON: json would cost every child its import) prefix, exec prefix, the sitecustomize
+    # modules, then `<finder module> <top-level names...>` per editable install
+    import site
+    prefix, exec_prefix, modules, *editable = replay.split('\\n')
+    sys.prefix, sys.exec_prefix = prefix, exec_prefix
     site.setquit()
-    for name in replay['modules']:
+    for name in modules.split():
         try:
             __import__(name)
         except ImportError:
             pass
-    if replay['editable']:
-        sys.meta_path.append(_EditableFinders(replay['editable']))
+    finders = {line.split()[0]: line.split()[1:] for line in editable if line.strip()}
+    if finders:
+        sys.meta_path.append(_EditableFinders(finders))
 class _EditableFinders:
     # The worker's editable installs' finders (setuptools' .pth hooks), after every other finder as
     # there: imported and installed when a module they map is first imported and not found on
@@ -140,7 +142,7 @@ def site_replay() -> str:
 
     The finders of editable installs (setuptools' `__editable___<name>_finder` modules, which a .pth
     file installs) are replayed too: the child installs them when an import first reaches them."""
-    if sys.flags.no_site:
+    if sys.flags.no_site or '\n' in sys.prefix + sys.exec_prefix:
         return ''
     editable: dict[str, list[str]] = {}
     for hook in [*sys.meta_path, *sys.path_hooks]:
@@ -152,7 +154,8 @@ def site_replay() -> str:
             return ''
         editable[str(module)] = names
     modules = [name for name in ('sitecustomize', 'usercustomize') if name in sys.modules]
-    return json.dumps({'prefix': sys.prefix, 'exec_prefix': sys.exec_prefix, 'modules': modules, 'editable': editable})
+    finders = [' '.join((module, *names)) for module, names in editable.items()]
+    return '\n'.join((sys.prefix, sys.exec_prefix, ' '.join(modules), *finders))
 
 
 def _editable_names(module: Any) -> list[str] | None:
