@@ -110,6 +110,7 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
     ),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
+    ('rqfast.joboptions', 'random'): (1, _CHILD + 'never imports random (bisect, hashlib) unless a Retry has jitter'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
         1,
         _CHILD + 'whose job has no webhooks never imports them (nor dataclasses)',
