@@ -9,6 +9,7 @@ which RQ users' logging settings and integrations (Sentry ignores `rq.worker`) a
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import _rqfast_as_rq as switch
 
@@ -39,6 +40,29 @@ def logger_name(suffix: str = '') -> str:
     a module's logger when it is imported, a worker's `log` when the worker is made)."""
     root = 'rq' if switch.installed() else 'rqfast'
     return f'{root}.{suffix}' if suffix else root
+
+
+class LazyLogger:
+    """`logging.getLogger(name)` once first used (its name decided when made, as a module's logger is):
+    a spawned child whose job logs nothing never imports logging (with re, traceback, threading...)."""
+
+    __slots__ = ('name', '_logger')
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self.name)
+        return getattr(self._logger, attribute)
+
+
+def lazy_logger(suffix: str = '') -> Any:
+    """The logger `logger_name(suffix)`, imported and made when first used (LazyLogger)."""
+    return LazyLogger(logger_name(suffix))
 
 
 def honour_environment() -> None:

@@ -8,10 +8,9 @@ delegate here. A coroutine function is refused (RQ 3.0): it would return an un-a
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
-from .as_rq import logger_name
+from .as_rq import lazy_logger
 from .defaults import rq2_compat
 from .joboptions import Callback
 from .timeouts import JobTimeoutException
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ['Callback', 'execute_failure_callback', 'execute_stopped_callback', 'execute_success_callback']
 
-logger = logging.getLogger(logger_name('job'))
+logger = lazy_logger('job')
 
 
 def _refuse_coroutine(callback: Any, kind: str) -> None:

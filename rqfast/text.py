@@ -38,6 +38,14 @@ def json_module() -> Any:
     return json
 
 
+def traceback_module() -> Any:
+    """The traceback module (linecache, tokenize, textwrap), imported when first used: a spawned child
+    whose job succeeds never formats a traceback."""
+    import traceback
+
+    return traceback
+
+
 def safe_json_dumps(value: Any) -> str:
     """JSON text, or NOT_JSON_SERIALIZABLE for a value json cannot write."""
     try:

@@ -39,6 +39,7 @@ def test_a_child_imports_only_what_its_job_needs(redis_conn: redis.Redis) -> Non
     assert where['worker_loaded'] is False
     assert where['redis_loaded'] is False  # the job never used its connection, so redis-py was never imported
     assert where['opentelemetry_loaded'] is False  # nor traced (no provider): the tracing API was not imported
+    assert where['loaded_for_nothing'] == []  # a job with no JSON field, no log line, no failure, no callback
 
 
 def test_children_start_ahead_and_none_outlives_the_worker(redis_conn: redis.Redis, monkeypatch: Any) -> None:
