@@ -26,8 +26,7 @@ end
 local function unusable_id(id, max_len)
   if id == '' then return 'empty job id' end
   if #id > max_len then return 'job id longer than ' .. max_len .. ' characters' end
-  -- (%w is [A-Za-z0-9]: Redis runs Lua in the C locale; anchored, the match is a third of the unanchored
-  -- search for a character outside the class, once per claim)
+  -- (%w is [A-Za-z0-9]: Redis runs Lua in the C locale)
   if not string.find(id, '^[%w_-]+$') then return 'job id outside [A-Za-z0-9_-]' end
   return nil
 end
@@ -57,18 +56,18 @@ end
 -- registry entry, the worker's current job. `c` holds now_text, now_float, now_int, interval,
 -- grace (seconds a heartbeat TTL adds) and max_dropped (see claim_next); with a list c.started,
 -- the worker's writes are left to the caller (worker_started), the id and execution id added to it.
--- Returns the job hash as it was before (flat HGETALL), or nil when it has no hash (or the key is
--- not a hash) or no data; nil and true when its window rate limit deferred it (window_defer).
+-- Returns the job hash as it was (flat HGETALL), or nil when there is none; nil, true when its
+-- window rate limit deferred it; nil, false, reason when the key is not a hash (to dead-letter). A
+-- hash without `data` is started: the worker's loader fails it, saying why.
 local function start_job(id, queue, w, x, c)
   local key = K.job(id)
   local job = redis.pcall('HGETALL', key)
-  if job.err then return nil end  -- the key is not a hash: no job to start
-  local has_data, timeout, prioritized, events, window = false, nil, false, nil, nil
+  if job.err then return nil, false, 'its job key is a ' .. redis.call('TYPE', key).ok .. ', not a hash' end
+  if #job == 0 then return nil end
+  local timeout, prioritized, events, window = nil, false, nil, nil
   for j = 1, #job, 2 do
     local f = job[j]
-    if f == 'data' then
-      has_data = true
-    elseif f == 'timeout' then
+    if f == 'timeout' then
       timeout = job[j + 1]
     elseif f == 'priority' then
       prioritized = true
@@ -79,7 +78,6 @@ local function start_job(id, queue, w, x, c)
       for i = 1, #job, 2 do window[job[i]] = job[i + 1] end
     end
   end
-  if not has_data then return nil end
   -- (taken from the list by a blocking move, or by LPOP: its lane's entry goes too)
   if prioritized then redis.call('ZREM', K.priority(queue), id) end
   if window and tonumber(window.rate_limit_rate) and tonumber(window.rate_limit_per) then
@@ -173,11 +171,10 @@ local function plain_claim(queues, c)
   return c.plain
 end
 
--- Pops and starts the first available job from `queues` (in the order given), a queue's priority
--- lanes before the rest of its list (pop_prioritized). Ids without a
--- job hash are dropped (returned, for the worker to log); ids outside RQ's pattern or longer than
--- c.max_id_len are dead-lettered (returned flat: queue, id, reason, ...); at most c.max_dropped of both per
--- call. A job over its window rate limit goes to its scheduled registry (window_defer) and the next
+-- Pops and starts the first available job from `queues` (in order), a queue's priority lanes first
+-- (pop_prioritized). Ids without a job hash are dropped (returned, for the worker to log); ids outside
+-- RQ's pattern, longer than c.max_id_len or whose job key is not a hash are dead-lettered (returned
+-- flat: queue, id, reason, ...); at most c.max_dropped of both per call. A job over its window rate limit goes to its scheduled registry (window_defer) and the next
 -- id is popped, up to c.max_dropped of them per call.
 -- With <prefix>suspended set, claims nothing; a queue in <prefix>paused-queues is skipped.
 -- Returns {id or false, queue or false, job hash (flat) or false, dropped ids, suspended 0/1,
@@ -195,15 +192,17 @@ local function claim_next(queues, w, x, c)
       local id = (not plain and pop_prioritized(queue, c)) or redis.call('LPOP', K.queue(queue))
       if not id then break end
       local unusable = unusable_id(id, c.max_id_len)
+      if not unusable then
+        local job, deferred, wrong = start_job(id, queue, w, x, c)
+        if job then return {id, queue, job, dropped, 0, dead} end
+        unusable = wrong
+        if not (deferred or wrong) then dropped[#dropped + 1] = id end
+      end
       if unusable then
         dead_letter(queue, id, unusable, c)
         dead[#dead + 1] = queue
         dead[#dead + 1] = id
         dead[#dead + 1] = unusable
-      else
-        local job, deferred = start_job(id, queue, w, x, c)
-        if job then return {id, queue, job, dropped, 0, dead} end
-        if not deferred then dropped[#dropped + 1] = id end
       end
       if #dropped + #dead / 3 >= c.max_dropped or (c.deferred or 0) >= c.max_dropped then
         return {false, false, false, dropped, 0, dead}

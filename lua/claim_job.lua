@@ -45,11 +45,10 @@ end
 if moved_id ~= '' and redis.call('LREM', K.intermediate(moved_queue), 1, moved_id) > 0 then
   local unusable = unusable_id(moved_id, c.max_id_len)
   local job, deferred = nil, false
-  if unusable then
-    dead_letter(moved_queue, moved_id, unusable, c)
-  else
-    job, deferred = start_job(moved_id, moved_queue, w, x, c)  -- (deferred: its window rate limit)
+  if not unusable then
+    job, deferred, unusable = start_job(moved_id, moved_queue, w, x, c)  -- (deferred: its window rate limit)
   end
+  if unusable then dead_letter(moved_queue, moved_id, unusable, c) end
   if job then return {moved_id, moved_queue, job, {}, 0, {}} end
   local claim = claim_next(queues, w, x, c)
   if unusable then

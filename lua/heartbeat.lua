@@ -22,10 +22,12 @@ local now_int, ttl, grace, working = tonumber(r:next()), tonumber(r:next()), ton
 local jobs = r:list(3)
 local wkey = K.worker(w)
 local lost = {}
+-- (an EXPIRE first: a full Redis refuses no write of a script that has written; scriptload.ALLOW_OOM)
+local kept = redis.call('EXPIRE', wkey, worker_ttl)
+redis.call('EXPIRE', K.worker_executions(w), worker_ttl)  -- RQ 3.0's heartbeat does the same
 redis.call('HSET', wkey, 'last_heartbeat', now_text)
 if working ~= '' then redis.call('HSET', wkey, 'current_job_working_time', working) end
-redis.call('EXPIRE', wkey, worker_ttl)
-redis.call('EXPIRE', K.worker_executions(w), worker_ttl)  -- RQ 3.0's heartbeat does the same
+if kept == 0 then redis.call('EXPIRE', wkey, worker_ttl) end  -- (the hash was gone: made anew)
 for j = 1, #jobs, 3 do
   local id, queue, x = jobs[j], jobs[j + 1], jobs[j + 2]
   local execution = K.execution(id, x)

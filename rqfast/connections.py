@@ -5,15 +5,18 @@ top costs a child whose job never uses Redis nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+from collections.abc import Iterator
 from typing import Any
 
 from redis import Connection as RedisConnection
-from redis import Redis
+from redis import Redis, SSLConnection, UnixDomainSocketConnection
 from redis.cluster import ClusterNode
 from redis.sentinel import Sentinel
 
 from .cluster import is_cluster
+from .defaults import REPLY_TIMEOUT
 
 
 class NoRedisConnectionException(Exception):
@@ -103,7 +106,7 @@ def parse_connection(connection: Redis) -> tuple[type[Redis], type[RedisConnecti
     """(client class, pool connection class, pool kwargs): what rebuilds the connection elsewhere."""
     if is_cluster(connection):  # no pool: (class, None, {'cluster': cluster_recipe()}), for rqfast's worker pool
         return type(connection), None, {'cluster': cluster_recipe(connection)}  # type: ignore[return-value]
-    pool_class: type[RedisConnection] = connection.connection_pool.connection_class
+    pool_class: type[RedisConnection] = unbounded(connection.connection_pool.connection_class)
     return type(connection), pool_class, get_connection_kwargs(connection)
 
 
@@ -121,7 +124,7 @@ def client_recipe(connection: Redis, picklable: bool = False) -> tuple[Any, ...]
         for key, value in pool.connection_kwargs.items()
         if key not in REDIS_RUNTIME_CONNECTION_KWARGS and key != 'connection_pool' and type(value) is not object
     }
-    recipe = (type(connection), type(pool), pool.connection_class, kwargs, sentinel_recipe(pool))
+    recipe = (type(connection), type(pool), unbounded(pool.connection_class), kwargs, sentinel_recipe(pool))
     try:
         build_client(recipe)  # a throwaway: it connects to nothing
         return pickle.dumps(recipe, protocol=pickle.HIGHEST_PROTOCOL) if picklable else recipe
@@ -179,3 +182,105 @@ def _build_cluster(client_class: Any, kwargs: dict[str, Any], found: Any, client
 
 
 _set_class = object.__dict__['__class__'].__set__  # assigns __class__ past LazyClient's property
+
+
+def eviction_warning(connection: Any) -> str | None:
+    """A line warning that this Redis may evict rqfast's keys: its `maxmemory-policy` is not
+    `noeviction`. None when it is, or when the server will not say (CONFIG GET refused, as managed
+    Redis services do, or any other error): never raises."""
+    try:
+        answer: Any = connection.config_get('maxmemory-policy')
+        found = _policy(answer)
+    except Exception:
+        return None
+    if found is None or found == 'noeviction':
+        return None
+    return (
+        f"Redis's maxmemory-policy is {found}, not noeviction: once Redis is full it may evict job hashes, "
+        'queues and registries, and their jobs vanish or fail (docs/reliability.md); set '
+        'maxmemory-policy noeviction'
+    )
+
+
+def _policy(answer: Any) -> str | None:
+    """The policy in a CONFIG GET answer (a dict; a Redis Cluster client's: a dict per node, the first)."""
+    if not isinstance(answer, dict):
+        return None
+    for key in ('maxmemory-policy', b'maxmemory-policy'):
+        if key in answer:
+            value = answer[key]
+            return value.decode() if isinstance(value, bytes) else str(value)
+    for value in answer.values():
+        if isinstance(value, dict):
+            return _policy(value)
+    return None
+
+
+# A new connection's handshake (HELLO, AUTH, SELECT, CLIENT SETINFO) waits this long at most for its
+# replies, whatever the connection's socket_timeout (RQ gives a worker's 415 s): on a silent network
+# path a connection made then is an error within the bound, never a wait of minutes (docs/reliability.md).
+HANDSHAKE_TIMEOUT = REPLY_TIMEOUT
+
+
+class _BoundedHandshake:
+    """Mixed into redis-py's connection classes (bound_handshakes): the handshake's reads are bounded."""
+
+    socket_timeout: float | None
+    _sock: Any
+
+    def on_connect(self, *args: Any, **kwargs: Any) -> Any:
+        with _handshake_bound(self):
+            return super().on_connect(*args, **kwargs)  # type: ignore[misc]
+
+    def on_connect_check_health(self, *args: Any, **kwargs: Any) -> Any:  # (redis-py 6+: what connect() calls)
+        with _handshake_bound(self):
+            return super().on_connect_check_health(*args, **kwargs)  # type: ignore[misc]
+
+
+@contextlib.contextmanager
+def _handshake_bound(conn: Any) -> Iterator[None]:
+    own: float | None = conn.socket_timeout
+    sock: Any = getattr(conn, '_sock', None)
+    bounded = sock is not None and (own is None or own > HANDSHAKE_TIMEOUT)
+    if bounded:
+        sock.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        yield
+    finally:
+        current: Any = getattr(conn, '_sock', None)
+        if bounded and current is not None and current is sock:  # (still the socket it made)
+            current.settimeout(own)
+
+
+class BoundedConnection(_BoundedHandshake, RedisConnection):
+    _redis_class = RedisConnection
+
+
+class BoundedSSLConnection(_BoundedHandshake, SSLConnection):
+    _redis_class = SSLConnection
+
+
+class BoundedUnixDomainSocketConnection(_BoundedHandshake, UnixDomainSocketConnection):
+    _redis_class = UnixDomainSocketConnection
+
+
+_BOUNDED = {
+    RedisConnection: BoundedConnection,
+    SSLConnection: BoundedSSLConnection,
+    UnixDomainSocketConnection: BoundedUnixDomainSocketConnection,
+}
+
+
+def unbounded(connection_class: Any) -> Any:
+    """redis-py's class for one of bound_handshakes' (a connection rebuilt elsewhere is redis-py's own)."""
+    return getattr(connection_class, '_redis_class', connection_class)
+
+
+def bound_handshakes(connection: Any) -> None:
+    """Make the connections `connection`'s pool opens from now on bound their handshake's replies
+    (HANDSHAKE_TIMEOUT), when its connection class is one of redis-py's three (a class of one's own, a
+    Sentinel or a Redis Cluster pool is left as it is)."""
+    pool = getattr(connection, 'connection_pool', None)
+    bounded = _BOUNDED.get(getattr(pool, 'connection_class', None))  # type: ignore[arg-type]
+    if pool is not None and bounded is not None:
+        pool.connection_class = bounded

@@ -140,6 +140,11 @@ RECOVERY_INTERVAL = 10  # seconds between a worker's recovery passes (abandoned 
 MAX_JOB_ID_LENGTH = 512  # longest job id a worker claims; longer ones are dead-lettered (as ids outside RQ's pattern)
 IDLE_WAKEUP = 5  # seconds an idle worker blocks before it looks at suspension and shutdown again
 MAX_BACKOFF = 2  # cap, in seconds, of every retry-with-backoff loop while Redis is unreachable
+# A silent network (a path that drops everything without closing: docs/reliability.md): the longest any
+# of rqfast's script calls waits for its reply (per attempt, connecting included; a shorter socket_timeout
+# of the connection stands), and how long past its own timeout a worker's blocking wait may go unanswered.
+REPLY_TIMEOUT = 30
+WAIT_REPLY_MARGIN = 5
 HORSE_KILL_GRACE = 60  # seconds a horse may outlive its timeout before the worker SIGKILLs it
 HORSE_STANDBY = 10  # seconds a horse that reported waits for its worker to record the outcome (or die)
 RESULTS_MAXLEN = 10  # XADD MAXLEN ~ of rq:results:<id>

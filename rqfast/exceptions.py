@@ -74,4 +74,15 @@ class WorkerConfigurationError(Exception):
     """A worker was given options it cannot run with (bad class path, bad URL, no queues)."""
 
 
+def __getattr__(name: str) -> Any:
+    """rqfast's own errors of a Redis that is full or silent (RedisFullError, RedisNoReplyError), from
+    rqfast.redis_errors: imported when asked for, since they subclass redis-py's (a spawned child that
+    imports this module does not import redis-py)."""
+    if name in ('RedisFullError', 'RedisNoReplyError'):
+        from . import redis_errors
+
+        return getattr(redis_errors, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
 adopt_rq_bases(sys.modules[__name__])

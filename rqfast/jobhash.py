@@ -140,10 +140,12 @@ def _write_exc_info(job: Any, value: Any) -> bytes:
 
 
 def _read_exc_info(job: Any, stored: bytes) -> str:
+    """Text, never unpickled (bytes that are not UTF-8, such as a pickle written there, read replaced)."""
     try:
-        return zlib.decompress(stored).decode()
+        stored = zlib.decompress(stored)
     except zlib.error:
-        return as_text(stored)
+        pass
+    return stored.decode(errors='replace') if isinstance(stored, bytes) else as_text(stored)
 
 
 def _webhook_dict(webhook: Any) -> Any:

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from redis import Redis
 from redis import __version__ as redis_version
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import DataError, NoPermissionError, NoScriptError, ReadOnlyError, ResponseError
+from redis.exceptions import DataError, NoPermissionError, NoScriptError, OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import keys
+from .defaults import REPLY_TIMEOUT
+from .redis_errors import RedisFullError, RedisNoReplyError
 
 _hiredis_pack: Callable[..., bytes] | None
 try:  # an optional dependency: hiredis packs commands when installed (DirectLine, packed(), _send_pooled)
@@ -92,12 +94,19 @@ def _library(name: str, parts: dict[str, str], function: str) -> str:
         + 'local function main()\n'
         + own
         + 'end\n'
-        + f"redis.register_function('{function}', function(keys, args)\n"
+        + f"redis.register_function{{function_name='{function}', callback=function(keys, args)\n"
         + '  KEYS, ARGV = keys, args\n'
         + prefix
         + '  return main()\n'
-        + 'end)\n'
+        + ("end, flags={'allow-oom'}}\n" if name in ALLOW_OOM else 'end}\n')
     )
+
+
+# Scripts a full Redis (maxmemory, noeviction) still runs: the heartbeat, so that jobs running while it
+# is full stay alive (their started-registry entries are renewed: nothing grows, fields are replaced).
+# As a function: flag allow-oom; as EVALSHA: its first write is an EXPIRE, which is not refused (Redis
+# refuses a script's write only while the script has written nothing).
+ALLOW_OOM = frozenset({'heartbeat'})
 
 
 # Redis Cluster, while the prefix's slot moves to another master (docs/connections.md): between the
@@ -122,6 +131,18 @@ def _while_slot_moves(call: Callable[[], Any]) -> Any:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(SLOT_MOVING_PAUSE)
+
+
+def _full(name: str, exc: OutOfMemoryError) -> RedisFullError:
+    """Redis at maxmemory with noeviction refused the call (a function without allow-oom is refused
+    whole; an EVALSHA script at its first write that may grow memory, before any other write): one
+    clear error, nothing written."""
+    return exc if isinstance(exc, RedisFullError) else RedisFullError(f'the {name} call', exc)
+
+
+def _silent(name: str, exc: RedisTimeoutError) -> RedisTimeoutError:
+    """No reply in time: one clear error (rqfast.exceptions.RedisNoReplyError, a redis-py TimeoutError)."""
+    return exc if isinstance(exc, RedisNoReplyError) else RedisNoReplyError(f'the {name} call', REPLY_TIMEOUT, exc)
 
 
 class Script:
@@ -154,16 +175,26 @@ class Script:
     def __call__(self, connection: Redis, args: Sequence[Any]) -> Any:
         client: Any = connection  # a Redis or a DirectLine; redis-py leaves execute_command untyped
         pool = _plain_pool(client)
-        if pool is not None:
-            return _while_slot_moves(lambda: self._run(client, lambda head: _send_pooled(pool, (*head, *args))))
-        return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
+        try:
+            if pool is not None:
+                return _while_slot_moves(lambda: self._run(client, lambda head: _send_pooled(pool, (*head, *args))))
+            return _while_slot_moves(lambda: self._run(client, lambda head: client.execute_command(*head, *args)))
+        except OutOfMemoryError as exc:
+            raise _full(self.name, exc) from exc
+        except RedisTimeoutError as exc:
+            raise _silent(self.name, exc) from exc
 
     def call_spliced(self, connection: Any, pieces: Sequence[Sequence[Any] | Packed]) -> Any:
         """__call__ with the arguments in pieces: lists of them, and runs of them packed already
         (packed()); on a connection that splices (spliceable())."""
-        return _while_slot_moves(
-            lambda: self._run(connection, lambda head: connection.execute_spliced([head, *pieces]))
-        )
+        try:
+            return _while_slot_moves(
+                lambda: self._run(connection, lambda head: connection.execute_spliced([head, *pieces]))
+            )
+        except OutOfMemoryError as exc:
+            raise _full(self.name, exc) from exc
+        except RedisTimeoutError as exc:
+            raise _silent(self.name, exc) from exc
 
     def _run(self, client: Any, send: Callable[[tuple[Any, ...]], Any]) -> Any:
         """send(head) with the head of an FCALL of this script's function, or of an EVALSHA; loading
@@ -333,20 +364,53 @@ def _send_pooled(pool: Any, command: tuple[Any, ...]) -> Any:
     except TypeError as exc:  # an argument of no type Redis takes, as redis-py's hiredis packer says it
         raise DataError(str(exc)) from exc
     conn = pool.get_connection()
+    own = getattr(conn, 'socket_timeout', None)
+    deadline = time.monotonic() + REPLY_TIMEOUT  # (a silent network: see bound())
+    bounded = False
 
     def send() -> Any:
+        nonlocal bounded
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _PastDeadline()
+        if own is None or own > left:
+            bound(conn, left)
+            bounded = True
         conn.send_packed_command(packed)
         return conn.read_response()
 
     try:
         return conn.retry.call_with_retry(send, lambda error: conn.disconnect())
+    except _PastDeadline:  # (not one of the errors the connection's Retry retries: it ends the call)
+        raise RedisTimeoutError(f'no reply in {REPLY_TIMEOUT} s, its connection retries included') from None
     finally:
         try:
+            if bounded:
+                bound(conn, own)
             if getattr(conn, 'should_reconnect', bool)():  # (redis-py's maintenance notifications)
                 conn.disconnect()
                 conn.connect()
         finally:
             pool.release(conn)
+
+
+class _PastDeadline(Exception):
+    """A script call's attempts have taken REPLY_TIMEOUT: no more (_send_pooled)."""
+
+
+def bound(conn: Any, seconds: float | None) -> None:
+    """Give a redis-py connection (and its socket, if connected) the socket timeout `seconds`: a read,
+    or a reconnect's handshake, that gets no reply for that long raises redis-py's TimeoutError. rqfast
+    bounds its own script calls so (REPLY_TIMEOUT in all, a pooled call's retries included; a worker's
+    claim and finish connection per call): a silent network path (one that drops everything without
+    closing) is an error within the bound, never a hang."""
+    conn.socket_timeout = seconds
+    sock = getattr(conn, '_sock', None)
+    if sock is not None:
+        try:
+            sock.settimeout(seconds)
+        except OSError:
+            pass
 
 
 class DirectLine:
@@ -360,6 +424,10 @@ class DirectLine:
     def __init__(self, connection: Redis) -> None:
         self._client = Redis(connection_pool=connection.connection_pool, single_connection_client=True)
         self._pack: Callable[..., bytes] | None = _hiredis_pack
+        line: Any = self._client.connection
+        own = getattr(line, 'socket_timeout', None)
+        if line is not None and (own is None or own > REPLY_TIMEOUT):
+            bound(line, REPLY_TIMEOUT)  # (the worker's own connection: a silent network is noticed)
 
     def execute_command(self, *args: Any) -> Any:
         line: Any = self._client.connection  # redis-py's Connection methods are untyped

@@ -164,6 +164,29 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return found
 
 
+class SignedCallSerializer:
+    """Pickle for a signed job in a worker with a signing key and no allow-list: the job's signed call
+    (`data`, checked against its signature) is unpickled as it is; every other pickle the job loads
+    (its `meta`, a result read back, a dependency's data or return value) is restricted to SAFE_GLOBALS,
+    so a pickle nobody signed cannot run code, in the worker or in a horse."""
+
+    def __init__(self, serializer: Any, signed: bytes | None) -> None:
+        self.serializer = serializer
+        self.signed = signed  # the serialized call whose signature matched (None: none did)
+
+    def dumps(self, obj: Any) -> bytes:
+        data: bytes = self.serializer.dumps(obj)
+        return data
+
+    def loads(self, data: bytes) -> Any:
+        if self.signed is not None and data == self.signed:
+            return self.serializer.loads(data)
+        try:
+            return _RestrictedUnpickler(data, ()).load()
+        except JobRefused as exc:
+            raise JobRefused(f'{exc} (an unsigned pickle, loaded restricted: the worker has a signing key)') from None
+
+
 class RestrictedSerializer:
     """A pickle serializer that unpickles only globals in the allow-list (or SAFE_GLOBALS)."""
 
@@ -203,10 +226,16 @@ class JobPolicy:
         policy = cls(entries, signing_key(key))
         return policy if policy.allow is not None or policy.signing_key is not None else None
 
-    def serializer(self, serializer: Any) -> Any:
-        """The serializer a job runs with: pickle restricted to the allow-list when there is one."""
-        if self.allow is not None and _is_pickle(serializer):
+    def serializer(self, serializer: Any, job_id: str | None = None, raw: Mapping[Any, Any] | None = None) -> Any:
+        """The serializer a job runs with: pickle restricted to the allow-list when there is one; with a
+        signing key only, pickle restricted but for the job's call when its signature matches (`raw`)."""
+        if not _is_pickle(serializer):
+            return serializer
+        if self.allow is not None:
             return RestrictedSerializer(serializer, self.allow)
+        if self.signing_key is not None:
+            fine = job_id is not None and raw is not None and self.check_signature(job_id, raw) is None
+            return SignedCallSerializer(serializer, _payload(_field(raw or {}, 'data') or b'') if fine else None)
         return serializer
 
     def check_signature(self, job_id: str, raw: Mapping[Any, Any]) -> str | None:
@@ -249,7 +278,7 @@ class JobPolicy:
 
     def arm(self, job: Any, raw: Mapping[Any, Any]) -> None:
         """Keep a loaded job to the policy: restricted unpickling, and each name it imports checked first."""
-        job.serializer = self.serializer(job.serializer)
+        job.serializer = self.serializer(job.serializer, job.id, raw)
         job.import_guard = _Guard(self, job.id, raw)
 
 

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'defaults',
             'text',
             'exceptions',
+            'redis_errors',
             'imports',
             'serializers',
             'timeouts',
@@ -111,6 +112,10 @@ LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
         _CHILD + 'whose job has no JSON field (retries, dependencies, webhooks) never imports json',
     ),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
+    ('rqfast.exceptions', 'rqfast.redis_errors'): (
+        1,
+        _CHILD + "imports rqfast.exceptions; its errors of a full or silent Redis subclass redis-py's",
+    ),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
     ('rqfast.joboptions', 'random'): (1, _CHILD + 'never imports random (bisect, hashlib) unless a Retry has jitter'),
     ('rqfast.jobhash', 'rqfast.webhook'): (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 from typing import Any
 
 
@@ -56,3 +57,33 @@ def sleep(seconds: float) -> float:
 
 def on_callback(job: Any, connection: Any, *args: Any) -> None:
     connection.rpush(f'security-callbacks:{job.id}', 'ran')
+
+
+def read_back() -> list[str]:
+    """Read back every pickled field a job can reach (its meta, its own and its dependency's results and
+    meta, the dependency's exc_info) and save meta of its own: what each read gave, by kind."""
+    from rqfast import get_current_job
+
+    job = get_current_job()
+    assert job is not None
+    seen = []
+    reads = {
+        'meta': lambda: job.get_meta(),
+        'own result': lambda: job.return_value(refresh=True),
+        'dependency result': lambda: job.dependency.return_value(refresh=True),  # type: ignore[union-attr]
+        'dependency meta': lambda: job.dependency.get_meta(),  # type: ignore[union-attr]
+        'dependency exc_info': lambda: job.dependency.exc_info,  # type: ignore[union-attr]
+        'dependency result field': lambda: job.dependency.result,  # type: ignore[union-attr]
+    }
+    for name, read in reads.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', DeprecationWarning)  # (job.result)
+                value = read()
+            seen.append(f'{name}: {type(value).__name__}')
+        except Exception as exc:
+            seen.append(f'{name}: {type(exc).__name__}')
+    job.meta = {'saved': 'by the job', 'when': 1}
+    job.save_meta()
+    seen.append(f'saved meta: {job.get_meta()!r}')
+    return seen

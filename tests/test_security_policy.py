@@ -6,6 +6,7 @@ A refused job fails with a reason naming why, and nothing in it is imported or d
 
 from __future__ import annotations
 
+import base64
 import datetime
 import os
 import zlib
@@ -253,3 +254,74 @@ def test_signing_and_an_allow_list_together(redis_conn: redis.Redis, marker: Pat
     assert not marker.exists()
     assert 'not in the allow-list' in failure(redis_conn, signed_but_not_allowed.id)
     assert rq.job.Job.fetch(ok.id, connection=redis_conn).return_value() == 'ok'
+
+
+@pytest.mark.parametrize('worker_class', CLASSES, ids=lambda c: c.__name__)
+def test_with_a_signing_key_no_unsigned_pickle_runs(
+    redis_conn: redis.Redis, marker: Path, tmp_path: Path, worker_class: type
+) -> None:
+    """A signed job whose meta, `result`, exc_info, own result and dependency's result and meta were
+    replaced by a pickle whose __reduce__ writes a file: it runs, and nothing writes the file in any
+    process (the worker, a horse); those fields load restricted (plain values only), meta it saves
+    itself reads back."""
+    pids = str(tmp_path / 'pids')
+    crafted = sj.marker_pickle(pids)
+    signed = Queue('q', connection=redis_conn, signing_key=KEY)
+    dependency = signed.enqueue(f'{J}.noop', meta={'plain': [1, 2]})
+    work(redis_conn, worker_class, signing_key=KEY)
+    assert dependency.get_status() == 'finished'
+    redis_conn.hset(dependency.key, mapping={'meta': crafted, 'result': crafted, 'exc_info': crafted})
+    forged = {'type': 1, 'worker_name': 'w', 'return_value': base64.b64encode(crafted)}
+    redis_conn.xadd(f'rq:results:{dependency.id}', forged)  # type: ignore[arg-type]
+    job = signed.enqueue(f'{J}.read_back', depends_on=dependency, meta={'plain': 1})
+    redis_conn.hset(job.key, mapping={'meta': crafted, 'result': crafted})
+    redis_conn.xadd(f'rq:results:{job.id}', forged)  # type: ignore[arg-type]
+
+    work(redis_conn, worker_class, signing_key=KEY)
+
+    assert sj.pids(pids) == [], 'an unsigned pickle ran'
+    assert redis_conn.hget(job.key, 'status') == b'finished'
+    seen = rq.job.Job.fetch(
+        job.id, connection=redis_conn, serializer=security.RestrictedSerializer(rq.serializers.DefaultSerializer, ())
+    ).return_value()
+    # (each read raises; the job's own load kept its meta as RQ's {'unserialized': ...}; exc_info is
+    # text, read from the latest result, whose return value is the crafted pickle)
+    assert seen == [
+        *(f'{name}: JobRefused' for name in security_jobs_reads()),
+        "saved meta: {'saved': 'by the job', 'when': 1}",
+    ], seen
+    assert sj.pids(pids) == []
+
+
+def security_jobs_reads() -> list[str]:
+    return [
+        'meta',
+        'own result',
+        'dependency result',
+        'dependency meta',
+        'dependency exc_info',
+        'dependency result field',
+    ]
+
+
+def test_the_signed_call_serializer(tmp_path: Path) -> None:
+    """The signed call loads as it is; any other pickle only restricted (plain values, SAFE_GLOBALS)."""
+    import pickle
+
+    pids = str(tmp_path / 'pids')
+    call = pickle.dumps(('security_jobs.noop', None, (sj.Marker(pids),), {}))
+    fields = {'data': zlib.compress(call)}
+    raw = {**fields, security.SIGNATURE_FIELD: security.sign_fields(KEY, 'j', fields)}
+    policy = security.JobPolicy(None, KEY)
+    serializer = policy.serializer(pickle, 'j', raw)
+    assert serializer.loads(pickle.dumps({'a': [1, datetime.date(2020, 1, 1)]})) == {
+        'a': [1, datetime.date(2020, 1, 1)]
+    }
+    with pytest.raises(security.JobRefused, match='unsigned pickle'):
+        serializer.loads(sj.marker_pickle(pids))
+    assert sj.pids(pids) == []
+    serializer.loads(call)  # the signed call itself is trusted: its Marker runs
+    assert sj.pids(pids) == [os.getpid()]
+    tampered = policy.serializer(pickle, 'j', {**raw, 'data': zlib.compress(call + b'.')})
+    with pytest.raises(security.JobRefused):  # a signature that does not match: nothing loads unrestricted
+        tampered.loads(call)

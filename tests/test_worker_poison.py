@@ -2,13 +2,17 @@
 
 A job whose function cannot be imported, whose data cannot be deserialized, whose hash holds a field
 no reader can parse, or that cannot be recorded as its hash asks, ends in the failed registry with a
-reason that names the cause; an id with no job hash behind it is dropped and logged once. Either way
+reason that names the cause (a hash without `data` too); an id with no job hash behind it is dropped
+and logged once; an id whose job key is not a hash is dead-lettered (rq:dead-letter:<queue>). Either way
 the worker goes on with the next job (`after`, enqueued behind the poison, must finish).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
+import threading
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -212,9 +216,9 @@ def test_an_id_without_a_hash_is_dropped_and_logged_once(
     assert not connection.exists('rq:job:ghost')
 
 
-def test_a_hash_without_data_is_dropped_as_rq_drops_it(
-    connection: redis.Redis, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_hash_without_data_fails_with_a_reason(connection: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    """RQ drops such an id unseen (its hash left 'queued' in no registry); rqfast fails the job, saying why."""
+
     def poison(q: Queue, connection: redis.Redis) -> Job:
         job = q.enqueue(jobs.noop)
         connection.hdel(job.key, 'data')
@@ -222,11 +226,44 @@ def test_a_hash_without_data_is_dropped_as_rq_drops_it(
 
     with caplog.at_level(logging.WARNING, logger='rqfast'):
         job, _, _ = run(connection, poison)
-    assert sum(job.id in r.getMessage() for r in caplog.records) == 1
-    assert FailedJobRegistry('q', connection=connection).count == 0
+    assert 'its hash has no data' in reason_of_a_hash_without_data(connection, job.id)
+    assert not any('no job hash' in r.getMessage() for r in caplog.records)
 
 
-def test_a_job_key_that_is_not_a_hash_is_dropped(connection: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+def reason_of_a_hash_without_data(connection: redis.Redis, job_id: str) -> str:
+    """The job failed (status, failed registry) and its result stream holds the reason (the hash has
+    no data, so neither library's Job.fetch loads it: read as stored)."""
+    assert job_id in FailedJobRegistry('q', connection=connection).get_job_ids(cleanup=False)
+    assert connection.hget(f'rq:job:{job_id}', 'status') == b'failed'
+    [(_, fields)] = connection.xrevrange(f'rq:results:{job_id}', count=1)
+    return zlib.decompress(base64.b64decode(fields[b'exc_string'])).decode()
+
+
+@pytest.mark.parametrize('worker_class', [rqfast.SimpleWorker, rqfast.Worker, rqfast.SpawnWorker])
+def test_a_hash_without_data_fails_in_every_worker_class(redis_conn: redis.Redis, worker_class: Any) -> None:
+    q = Queue('q', connection=redis_conn)
+    bad = q.enqueue(jobs.noop)
+    redis_conn.hdel(bad.key, 'data')
+    redis_conn.set('rq:job:a-string', 'x')
+    redis_conn.rpush(q.key, 'a-string')
+    wrong_type = q.enqueue(jobs.noop)
+    redis_conn.hset(wrong_type.key, 'timeout', 'abc')
+    bare = q.enqueue(jobs.noop)  # only its data left: every other field missing
+    redis_conn.hdel(bare.key, *[k for k in redis_conn.hkeys(bare.key) if k != b'data'])
+    after = q.enqueue(jobs.add, 20, 22)
+    worker_class(['q'], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    assert after.get_status() == 'finished'
+    assert 'unreadable field(s) timeout' in failed_reason(redis_conn, wrong_type.id)
+    assert bare.get_status() == 'finished'  # the fields RQ can do without are defaulted
+    assert 'its hash has no data' in reason_of_a_hash_without_data(redis_conn, bad.id)
+    assert redis_conn.hkeys('rq:dead-letter:q') == [b'a-string']
+    assert StartedJobRegistry('q', connection=redis_conn).get_job_ids(cleanup=False) == []
+    assert q.count == 0
+
+
+def test_a_job_key_that_is_not_a_hash_is_dead_lettered(
+    connection: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
     def poison(q: Queue, connection: redis.Redis) -> str:
         connection.set('rq:job:a-string', 'not a hash')
         connection.rpush(q.key, 'a-string')
@@ -234,7 +271,9 @@ def test_a_job_key_that_is_not_a_hash_is_dropped(connection: redis.Redis, caplog
 
     with caplog.at_level(logging.WARNING, logger='rqfast'):
         run(connection, poison)
-    assert sum('a-string' in r.getMessage() for r in caplog.records) == 1
+    logged = [r.getMessage() for r in caplog.records if 'a-string' in r.getMessage()]
+    assert len(logged) == 1 and 'not a hash' in logged[0] and 'rq:dead-letter:q' in logged[0]
+    assert b'its job key is a string, not a hash' in connection.hget('rq:dead-letter:q', 'a-string')
     assert connection.get('rq:job:a-string') == b'not a hash'
 
 
@@ -257,3 +296,29 @@ def test_a_poison_job_between_good_ones_with_several_queues(connection: redis.Re
     SimpleWorker(['high', 'low'], connection=connection).work(burst=True, logging_level='WARNING')
     assert [j.get_status() for j in good] == ['finished'] * 3
     assert bad.id in FailedJobRegistry('high', connection=connection).get_job_ids(cleanup=False)
+
+
+def test_poison_taken_by_the_blocking_wait(redis_conn: redis.Redis) -> None:
+    """The same through the worker's blocking wait (the id moved to the intermediate list, then claimed)."""
+    q = Queue('q', connection=redis_conn)
+    made: dict[str, Job] = {}
+
+    def produce() -> None:
+        time.sleep(1)  # the worker waits on its blocking pop by now (or soon: the outcome is the same)
+        made['bad'] = Queue('staging', connection=redis_conn).enqueue(jobs.noop)  # made whole, then queued
+        redis_conn.delete('rq:queue:staging')
+        redis_conn.hdel(made['bad'].key, 'data')
+        redis_conn.hset(made['bad'].key, 'origin', 'q')
+        redis_conn.rpush(q.key, made['bad'].id)
+        redis_conn.set('rq:job:a-string', 'x')
+        redis_conn.rpush(q.key, 'a-string')
+        made['after'] = q.enqueue(jobs.add, 20, 22)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    SimpleWorker(['q'], connection=redis_conn).work(max_jobs=2, logging_level='WARNING')
+    producer.join()
+    assert made['after'].get_status() == 'finished'
+    assert 'its hash has no data' in reason_of_a_hash_without_data(redis_conn, made['bad'].id)
+    assert redis_conn.hkeys('rq:dead-letter:q') == [b'a-string']
+    assert redis_conn.llen('rq:queue:q:intermediate') == 0

@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
-from redis.exceptions import DataError, NoScriptError, ResponseError
+from redis.exceptions import DataError, NoScriptError, OutOfMemoryError, ResponseError
 
 from .. import keys, scriptload
 from ..cluster import is_asyncio_cluster
+from ..redis_errors import RedisFullError
 from ..scripts import ScriptCall
 from .line import line_for
 
@@ -35,6 +36,8 @@ async def run(call: ScriptCall, connection: Any) -> Any:
 
     try:
         return await _while_slot_moves(lambda: _run(script, connection, send))
+    except OutOfMemoryError as exc:  # (Redis full: refused whole, as for the sync producer)
+        raise exc if isinstance(exc, RedisFullError) else RedisFullError(f'the {call.name} call', exc) from exc
     except RuntimeError as exc:
         if not _other_loop(exc):
             raise

@@ -18,6 +18,7 @@ from typing import Any
 import click
 from redis import Redis
 
+from ..connections import eviction_warning
 from ..queue import Queue
 from ..registry import clean_registries
 from ..status import WorkerStatus
@@ -177,6 +178,9 @@ def info(
     for queue in selected:  # as `rq info` does: stale registry entries and dead workers do not count
         clean_registries(queue)
         clean_worker_registry(queue)
+    evicting = eviction_warning(connection)  # (None when the server will not say)
+    if evicting:
+        click.echo(f'Warning: {evicting}', err=True)
     try:
         refresh(interval, printer, selected, raw, by_queue, cli_config.queue_class, cli_config.worker_class, connection)
     except KeyboardInterrupt:

@@ -35,6 +35,7 @@ from redis import Redis
 
 from .. import engine, keys
 from ..as_rq import logger_name
+from ..connections import bound_handshakes, eviction_warning
 from ..defaults import (
     DEFAULT_JOB_MONITORING_INTERVAL,
     DEFAULT_RESULT_TTL,
@@ -140,6 +141,7 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
         given = queue_list(queues)
         self.connection = connection = connection_of(given, connection)
         configure_socket_timeout(connection, self.connection_timeout)
+        bound_handshakes(connection)  # (a connection made while the network is silent: docs/reliability.md)
         self.queues = [worker_queue(q, connection, self.queue_class, self.job_class, self.serializer) for q in given]
         self.name = name or uuid.uuid4().hex
         self.default_result_ttl = default_result_ttl
@@ -258,6 +260,9 @@ class BaseWorker(JobHooks, WorkerReads, Stepwise, StopSignals, RQWorkerAPI):
             self._hash.birth_state = None
         self.log.info('Worker %s: started with PID %d, version %s', self.name, self.pid, self.version)
         self.log.info('*** Listening on %s...', ', '.join(self.queue_names()))
+        evicting = eviction_warning(self.connection)  # (once per work() call: CONFIG GET, never raises)
+        if evicting:
+            self.log.warning('Worker %s: %s', self.name, evicting)
         every = heartbeat_interval(self.job_monitoring_interval, self.worker_ttl)
         recover = self.recover_abandoned_jobs
         self._duties.start(self.heartbeat, every, self.run_maintenance_tasks, self.maintenance_interval, recover)

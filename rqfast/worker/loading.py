@@ -53,6 +53,14 @@ class JobLoader:
         context = self.context
         in_process = self.in_process if in_process is None else in_process
         job = context.job_class(claim.job_id, connection=context.connection, serializer=context.serializer)
+        if not claim.raw.get(b'data'):  # (a hash without its call: RQ drops the id unseen, rqfast fails it)
+            reason = (
+                f'rqfast: job {claim.job_id} could not be loaded from its hash, so it was not run: '
+                f'its hash has no data (the function and its arguments); fields: '
+                f'{", ".join(sorted(k.decode(errors="replace") for k in claim.raw)) or "none"}'
+            )
+            placeholder = self.placeholder(claim.job_id or '', claim.queue or '', claim.raw, now)
+            return placeholder, Outcome(OutcomeKind.POISON, exc_string=reason)
         policy = context.job_policy
         if policy is not None and in_process:
             refused = policy.vet(claim.job_id or '', claim.raw, context.serializer)

@@ -36,7 +36,7 @@ from .context import WorkerContext
 from .joblog import JobLog
 from .order import QueueOrder
 from .running import Done, Running
-from .waiting import REDIS_LOST, Waiter, log_dropped
+from .waiting import REDIS_LOST, Waiter, full_message, log_dropped
 from .webhooks import WebhookJob, WebhookSender, status_to_send
 from .workerhash import WorkerHash
 
@@ -58,6 +58,7 @@ class Recorder:
         self.busy_since: float | None = None  # monotonic: since when a job has been in hand (the heartbeat's)
         self._line: Any = None  # the claim and finish calls' own connection (line())
         self._waiter: Waiter | None = None
+        self._full_since: float | None = None  # monotonic: since when a finish has been refused by a full Redis
 
     # --- the state and the jobs held
 
@@ -133,7 +134,7 @@ class Recorder:
         if self._waiter is None or self._waiter.queues != self.order.names:
             if self._waiter is not None:
                 self._waiter.close()
-            self._waiter = Waiter(self.context.connection, list(self.order.names))
+            self._waiter = Waiter(self.context.connection, list(self.order.names), self.context.dequeue_timeout)
         return self._waiter
 
     # --- what an outcome means: engine.plan decides; the worker only adds what it knows (a stop request)
@@ -198,7 +199,7 @@ class Recorder:
         backoff = Backoff()
         while True:
             try:
-                return keyspaces.finish_jobs(
+                batch = keyspaces.finish_jobs(
                     self.line(),
                     self.ref(),
                     ended,
@@ -210,6 +211,9 @@ class Recorder:
             except REDIS_LOST as exc:
                 self._retrying(f'{len(ended)} job(s)', exc, backoff)
                 claim = 0
+                continue
+            self._recovered(f'{len(ended)} job(s)')
+            return batch
 
     def record(
         self, running: Running, outcome: Outcome, claim_next: bool, now: datetime | None = None, log: bool = True
@@ -266,6 +270,7 @@ class Recorder:
                 self._retrying(f'job {job_id}', exc, backoff)
                 retried = True
                 continue
+            self._recovered(f'job {job_id}')
             if retried and not next_claim.recorded and self._recorded_before(job_id, execution_id):
                 self.context.log.info(
                     'Worker %s: job %s was recorded by the call whose reply was lost', self.context.name, job_id
@@ -274,10 +279,23 @@ class Recorder:
             return next_claim
 
     def _retrying(self, what: str, exc: Exception, backoff: Backoff) -> None:
+        full = full_message(exc, backoff)
         delay = backoff.next()
         log, name = self.context.log, self.context.name
-        log.error('Worker %s: could not record %s: %s; retrying in %.0f s', name, what, exc, delay)
+        if full is None:
+            log.error('Worker %s: could not record %s: %s; retrying in %.0f s', name, what, exc, delay)
+        else:  # (once per refused finish, then at DEBUG; _recovered says when it went through)
+            log.log(full[0], 'Worker %s: could not record %s: %s', name, what, full[1])
+            self._full_since = self._full_since or time.monotonic()
         time.sleep(delay)
+
+    def _recovered(self, what: str) -> None:
+        """A finish went through after Redis was full: said once."""
+        if self._full_since is not None:
+            waited, self._full_since = time.monotonic() - self._full_since, None
+            self.context.log.warning(
+                'Worker %s: recorded %s once Redis had room again (full for %.1f s)', self.context.name, what, waited
+            )
 
     def _recorded_before(self, job_id: str, execution_id: str) -> bool:
         """After a lost reply: whether the job's latest result entry is this execution's (its call ran).

@@ -10,6 +10,8 @@ worker that exits without being told to.
   leaves `started` within 60 s of the kill;
 - redis: redis-server SIGKILLed and restarted (AOF, appendfsync always) during work, outages of 1-10 s;
 - poison: the poison corpus through every class;
+- full memory (maxmemory, noeviction) under load, then freed; an evicting policy under load; a silent
+  network path (tests/silent_proxy.py) under load, then back (issue 32);
 - a SIGSTOPped worker woken after its job was recovered elsewhere: tests/test_fencing.py.
 """
 
@@ -26,10 +28,13 @@ import redis
 
 try:
     import fleet
+    import redis_servers
     import soak
+    from silent_proxy import SilentProxy
 except ImportError:  # tests/ became a package
-    from tests import fleet  # type: ignore[no-redef]
+    from tests import fleet, redis_servers  # type: ignore[no-redef]
     from tests.chaos import soak  # type: ignore[no-redef]
+    from tests.silent_proxy import SilentProxy  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.trial]  # a long trial: `python -m pytest -m trial`
 
@@ -172,6 +177,9 @@ def _poison_corpus(conn: redis.Redis, marks: Path, worker_class: str) -> dict[st
     undecodable = q.enqueue('chaos_jobs.mark', str(marks), 0)
     conn.hset(undecodable.key, 'data', b'\x00not a pickle')
     add('undecodable data', undecodable)
+    no_data = q.enqueue('chaos_jobs.mark', str(marks), 0)
+    conn.hdel(no_data.key, 'data')
+    add('no data', no_data)  # (issue 32: failed with a reason, no longer dropped)
     add('missing function', q.enqueue('chaos_jobs.no_such_function'))
     add('missing module', q.enqueue('no_such_module_for_chaos.f'))
     add('huge arguments', q.enqueue('chaos_jobs.poison', str(marks), 'none', 'x' * (5 << 20)))
@@ -191,6 +199,7 @@ def _poison_corpus(conn: redis.Redis, marks: Path, worker_class: str) -> dict[st
 def test_poison_corpus(redis_conn: redis.Redis, redis_url: str, tmp_path: Path, marks: Path, worker_class: str) -> None:
     from rqfast import Queue
     from rqfast.job import Job
+    from rqfast.registry import FailedJobRegistry
 
     made = _poison_corpus(redis_conn, marks, worker_class)
     sentinel = Queue('q', connection=redis_conn).enqueue('chaos_jobs.mark', str(marks), 0)
@@ -208,16 +217,21 @@ def test_poison_corpus(redis_conn: redis.Redis, redis_url: str, tmp_path: Path, 
             counts['finished'] += 1
             continue
         assert status == b'failed', (what, status)
-        latest = Job.fetch(job_id, connection=redis_conn).latest_result()
-        assert latest is not None and latest.exc_string, what
+        assert job_id in FailedJobRegistry('q', connection=redis_conn).get_job_ids(cleanup=False), what
+        if what == 'no data':  # (no Job.fetch: neither library loads a hash without data)
+            assert redis_conn.xlen(f'rq:results:{job_id}') == 1, what
+        else:
+            latest = Job.fetch(job_id, connection=redis_conn).latest_result()
+            assert latest is not None and latest.exc_string, what
         counts['failed_visibly'] += 1
     assert redis_conn.hget(sentinel.key, 'status') == b'finished'
     assert redis_conn.type('rq:job:not-a-hash') == b'string'
-    assert sorted(k.decode() for k in redis_conn.hkeys('rq:dead-letter:q')) == sorted(BAD_IDS)
+    assert sorted(k.decode() for k in redis_conn.hkeys('rq:dead-letter:q')) == sorted([*BAD_IDS, 'not-a-hash'])
     assert redis_conn.zcard('rq:wip:q') == 0 and redis_conn.llen('rq:queue:q') == 0
     soak.REPORTS.append(
         f'poison ({worker_class}): {len(made)} jobs: finished={counts["finished"]}, '
-        f'failed_visibly={counts["failed_visibly"]}, lost=0, stuck=0; dead-lettered ids={len(BAD_IDS)}; worker exit 0'
+        f'failed_visibly={counts["failed_visibly"]}, lost=0, stuck=0, dropped=0; dead-lettered ids={len(BAD_IDS) + 1}; '
+        'worker exit 0'
     )
 
 
@@ -264,3 +278,183 @@ def test_a_parent_killed_while_its_horses_hold_their_reports_leaves_each_outcome
     finally:
         worker.stop()
         conn.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# What production Redis does (issue 32): a full memory, an evicting policy, a silent network path
+
+
+def _crew(url: str, tmp_path: Path) -> soak.Fleet:
+    """Every class, and a Worker at concurrency 4 (its finishes are batched: finish_jobs)."""
+    crew = soak.Fleet(url, tmp_path)
+    for worker_class in soak.CLASSES:
+        crew.start(worker_class)
+    crew.options = {'worker': {'concurrency': 4}}
+    crew.start('Worker')
+    crew.options = {}
+    return crew
+
+
+def _finished(conn: redis.Redis, ids: list[str]) -> int:
+    pipe = conn.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hget(f'rq:job:{job_id}', 'status')
+    return sum(status == b'finished' for status in pipe.execute())
+
+
+def test_full_memory_under_load(server: fleet.KillableRedis, tmp_path: Path, marks: Path) -> None:
+    """Redis at maxmemory (noeviction) for a while under load, then memory frees: nothing is recorded
+    while it is full, nothing lost or run twice, no worker exits, and an enqueue gets RedisFullError."""
+    from rqfast import Queue
+    from rqfast.exceptions import RedisFullError
+
+    rng = random.Random(13)
+    conn = redis.Redis.from_url(server.url)
+    jobs = soak.enqueue(conn, marks, soak.scale(600, 3000), rng, max_seconds=0.1)
+    crew = _crew(server.url, tmp_path)
+    full_for = soak.scale(10, 30)
+    try:
+        crew.wait_registered(conn)
+        fleet.wait_until(lambda: _finished(conn, jobs.ids) >= 30, 120, 'some jobs to finish')
+        for i in range(40):
+            conn.set(f'filler:{i}', b'x' * 100_000)
+        conn.config_set('maxmemory', int(conn.info('memory')['used_memory']) - 1_000_000)
+        before = _finished(conn, jobs.ids)
+        with pytest.raises(RedisFullError, match='Redis is full'):
+            Queue('q', connection=conn).enqueue('chaos_jobs.mark', str(marks), 0)
+        time.sleep(full_for)
+        crew.check_exits()
+        while_full = _finished(conn, jobs.ids) - before
+        conn.delete(*[f'filler:{i}' for i in range(40)])  # memory frees; the limit stays
+        freed = time.monotonic()
+        done = soak.wait_terminal(conn, jobs.ids, freed + soak.scale(240, 900), crew)
+        drained = time.monotonic() - freed
+        crew.check_exits()
+        result = soak.account(conn, marks, jobs)
+        refused = sum('Redis is full' in w.process.log() for w in crew.workers)
+        soak.REPORTS.append(
+            result.line(f'full memory {full_for} s')
+            + f'; finished while full {while_full}; drained {drained:.0f} s after; {refused} workers logged it'
+        )
+        assert while_full == 0
+        assert done == len(jobs.ids), result.problems[:20]
+        assert not result.problems, result.problems[:20]
+        assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert result.counts['ran_twice_or_more'] == 0, result.counts
+        assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+        assert not crew.stop_all()
+    finally:
+        crew.close()
+        conn.close()
+
+
+def test_evicted_job_hashes_under_load(tmp_path: Path, marks: Path) -> None:
+    """An evicting policy (volatile-random: the jobs' hashes, which have a TTL here) under load: each job
+    ends finished or failed with a reason, or its hash was evicted: while queued (a worker dropped its id
+    and logged it) or once it ran; nothing stays started; every worker warned of the policy once; no
+    worker exits."""
+    from rqfast import Queue
+
+    port = fleet.free_port()
+    conn = redis.Redis(port=port)
+    args = ['--port', str(port), '--bind', '127.0.0.1', '--save', '', '--maxmemory-policy', 'volatile-random']
+    with redis_servers.server(tmp_path / 'redis', args, conn.ping):
+        q = Queue('q', connection=conn)
+        ids = [q.enqueue('chaos_jobs.mark', str(marks), 0.01, ttl=600).id for _ in range(soak.scale(400, 2000))]
+        crew = _crew(f'redis://127.0.0.1:{port}/0', tmp_path)
+        try:
+            crew.wait_registered(conn)
+            for i in range(20):
+                conn.set(f'filler:{i}', b'x' * 100_000)
+            conn.config_set('maxmemory', int(conn.info('memory')['used_memory']) - 100_000)
+            conn.ping()  # (Redis evicts before a command while over maxmemory)
+            fleet.wait_until(lambda: conn.llen('rq:queue:q') == 0, 180, 'the queue to drain')
+            fleet.wait_until(lambda: conn.zcard('rq:wip:q') == 0, 60, 'the jobs in flight to end')
+            evicted = int(conn.info('stats')['evicted_keys'])
+            crew.check_exits()
+            logs = ''.join(w.process.log() for w in crew.workers)
+            outcomes = {
+                'finished': 0,
+                'failed visibly': 0,
+                'evicted queued, dropped and logged': 0,
+                'evicted after it ran': 0,
+            }
+            for job_id in ids:
+                status = conn.hget(f'rq:job:{job_id}', 'status')
+                if status == b'finished':
+                    outcomes['finished'] += 1
+                elif status == b'failed':  # (e.g. its hash evicted while it ran: AbandonedJobError)
+                    outcomes['failed visibly'] += 1
+                elif (
+                    status is None
+                    and f'dropped job id {job_id}: it has no job hash (deleted, expired or evicted)' in logs
+                ):
+                    outcomes['evicted queued, dropped and logged'] += 1
+                else:  # its hash evicted once it ran (a finished job's hash has a TTL too)
+                    assert status is None and fleet.runs(marks, job_id)[0] >= 1, (job_id, status)
+                    outcomes['evicted after it ran'] += 1
+            soak.REPORTS.append(f'eviction (volatile-random): {len(ids)} jobs: {outcomes}; evicted keys {evicted}')
+            assert all(w.process.log().count('maxmemory-policy is volatile-random') == 1 for w in crew.workers)
+            assert evicted > 0
+            assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+            assert not crew.stop_all()
+        finally:
+            crew.close()
+            conn.close()
+
+
+def test_silent_network_under_load(server: fleet.KillableRedis, tmp_path: Path, marks: Path) -> None:
+    """The path between the workers (and a producer) and Redis goes silent, closing nothing, then comes
+    back: the producer's enqueue fails with RedisNoReplyError within the bound, every worker notices,
+    reconnects and drains the queue; no process hangs, nothing is lost or stuck. Silent for less than the
+    jobs' heartbeat TTL (40 s) in CI: every job finishes once; the soak's 60 s may fail jobs in flight as
+    abandoned (a killed worker's do the same)."""
+    from rqfast import Queue
+    from rqfast.defaults import REPLY_TIMEOUT
+    from rqfast.exceptions import RedisNoReplyError
+
+    rng = random.Random(14)
+    conn = redis.Redis.from_url(server.url)
+    proxy = SilentProxy(server.port)
+    jobs = soak.enqueue(conn, marks, soak.scale(600, 3000), rng, max_seconds=0.1)
+    crew = _crew(proxy.url, tmp_path)
+    silent_for = soak.scale(20, 60)
+    producer = redis.Redis(port=proxy.port, socket_timeout=None)
+    try:
+        crew.wait_registered(conn)
+        fleet.wait_until(lambda: _finished(conn, jobs.ids) >= 30, 120, 'some jobs to finish')
+        Queue('q', connection=producer).enqueue('chaos_jobs.mark', str(marks), 0)  # (its connection, made)
+        proxy.silence()
+        silenced = time.monotonic()
+        with pytest.raises(RedisNoReplyError, match='is silent'):
+            Queue('q', connection=producer).enqueue('chaos_jobs.mark', str(marks), 0)
+        producer_error = time.monotonic() - silenced
+        time.sleep(max(0.0, silent_for - (time.monotonic() - silenced)))
+        crew.check_exits()
+        proxy.restore()
+        restored = time.monotonic()
+        # (+ 120 s: an id whose blocking move lost its reply waits for maintenance to put it back)
+        done = soak.wait_terminal(conn, jobs.ids, restored + soak.scale(300, 900), crew)
+        drained = time.monotonic() - restored
+        crew.check_exits()
+        result = soak.account(conn, marks, jobs)
+        noticed = sum('is silent' in w.process.log() for w in crew.workers)
+        soak.REPORTS.append(
+            result.line(f'silent network {silent_for} s')
+            + f'; producer error after {producer_error:.1f} s; {noticed}/{len(crew.workers)} workers noticed; '
+            f'drained {drained:.0f} s after the path returned; {proxy.dropped} bytes dropped'
+        )
+        assert producer_error <= REPLY_TIMEOUT + 10, producer_error
+        assert noticed == len(crew.workers)
+        assert done == len(jobs.ids), result.problems[:20]
+        assert not result.problems, result.problems[:20]
+        assert result.counts['lost'] == result.counts['stuck'] == result.counts['finished_twice'] == 0
+        if silent_for < 40 - REPLY_TIMEOUT / 3:
+            assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+        assert not crew.stop_all()
+    finally:
+        crew.close()
+        proxy.close()
+        conn.close()
+        producer.close()
