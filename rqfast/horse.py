@@ -9,13 +9,13 @@ spawned child stays small. Pipe messages: length-prefixed pickles.
 
 from __future__ import annotations
 
+import _thread  # (not threading: a spawned child whose job starts no thread never imports it)
 import functools
 import importlib
 import os
 import pickle
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from datetime import datetime
 from types import FrameType
@@ -41,7 +41,7 @@ def _logger() -> Any:
     return lazy_logger('worker')
 
 
-_BUILD_LOCK = threading.Lock()
+_BUILD_LOCK = _thread.allocate_lock()
 
 
 class Report:
