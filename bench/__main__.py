@@ -134,6 +134,7 @@ def compile_sources(old: baseline.Baseline | None) -> None:
     A --baseline's rqfast too, in its temporary directory."""
     for package in ('rqfast', 'bench'):
         compileall.compile_dir(str(REPO_ROOT / package), quiet=1)
+    compileall.compile_file(str(REPO_ROOT / '_rqfast_as_rq.py'), quiet=1)  # rqfast's top-level module (the switch)
     if old is not None:
         compileall.compile_dir(str(old.root / 'rqfast'), quiet=1)
 

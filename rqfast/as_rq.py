@@ -9,7 +9,7 @@ which RQ users' logging settings and integrations (Sentry ignores `rq.worker`) a
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import Any
 
 import _rqfast_as_rq as switch
 
@@ -42,6 +42,29 @@ def logger_name(suffix: str = '') -> str:
     return f'{root}.{suffix}' if suffix else root
 
 
+class LazyLogger:
+    """`logging.getLogger(name)` once first used (its name decided when made, as a module's logger is):
+    a spawned child whose job logs nothing never imports logging (with re, traceback, threading...)."""
+
+    __slots__ = ('name', '_logger')
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self.name)
+        return getattr(self._logger, attribute)
+
+
+def lazy_logger(suffix: str = '') -> Any:
+    """The logger `logger_name(suffix)`, imported and made when first used (LazyLogger)."""
+    return LazyLogger(logger_name(suffix))
+
+
 def honour_environment() -> None:
     """RQFAST_AS_RQ set where no `.pth` turned it on (rqfast run from a checkout): on at `import rqfast`.
 
@@ -52,16 +75,29 @@ def honour_environment() -> None:
         switch.install('import rqfast')
 
 
-class SwitchStatus(NamedTuple):
-    """What `rqfast doctor` reports about the switch in a process."""
+class SwitchStatus:
+    """What `rqfast doctor` reports about the switch in a process. A plain class: a NamedTuple's class
+    creation would cost every spawned child's import of this module (it decides the logger names)."""
 
-    on: bool
-    how: str  # 'environment' (the .pth, at interpreter start), 'install_as_rq()', 'import rqfast', ''
-    environment: str  # RQFAST_AS_RQ as the environment has it ('' unset)
-    served_rq_version: str  # `rq.version.VERSION` while on
-    rqfast_version: str
-    pth_files: tuple[str, ...]  # the rqfast-as-rq.pth files on this interpreter's site paths
-    rq_modules_loaded: tuple[str, ...]  # rq's own modules imported in this process (none while on)
+    __slots__ = ('on', 'how', 'environment', 'served_rq_version', 'rqfast_version', 'pth_files', 'rq_modules_loaded')
+
+    def __init__(
+        self,
+        on: bool,
+        how: str,  # 'environment' (the .pth, at interpreter start), 'install_as_rq()', 'import rqfast', ''
+        environment: str,  # RQFAST_AS_RQ as the environment has it ('' unset)
+        served_rq_version: str,  # `rq.version.VERSION` while on
+        rqfast_version: str,
+        pth_files: tuple[str, ...],  # the rqfast-as-rq.pth files on this interpreter's site paths
+        rq_modules_loaded: tuple[str, ...],  # rq's own modules imported in this process (none while on)
+    ) -> None:
+        self.on, self.how, self.environment = on, how, environment
+        self.served_rq_version, self.rqfast_version = served_rq_version, rqfast_version
+        self.pth_files, self.rq_modules_loaded = pth_files, rq_modules_loaded
+
+    def __repr__(self) -> str:
+        fields = ', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)
+        return f'SwitchStatus({fields})'
 
 
 def status() -> SwitchStatus:

@@ -8,11 +8,9 @@ delegate here. A coroutine function is refused (RQ 3.0): it would return an un-a
 
 from __future__ import annotations
 
-import inspect
-import logging
 from typing import TYPE_CHECKING, Any
 
-from .as_rq import logger_name
+from .as_rq import lazy_logger
 from .defaults import rq2_compat
 from .joboptions import Callback
 from .timeouts import JobTimeoutException
@@ -23,11 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = ['Callback', 'execute_failure_callback', 'execute_stopped_callback', 'execute_success_callback']
 
-logger = logging.getLogger(logger_name('job'))
+logger = lazy_logger('job')
 
 
 def _refuse_coroutine(callback: Any, kind: str) -> None:
     """RQ 3.0 raises TypeError for an `async def` callback; RQ 2.12 called it (and never awaited it)."""
+    import inspect  # here: a spawned child whose job has no callback does not import it (ast, dis, tokenize)
+
     if inspect.iscoroutinefunction(callback) and not rq2_compat():
         raise TypeError(f'Coroutine {kind} callbacks are not supported')
 

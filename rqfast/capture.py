@@ -8,9 +8,9 @@ Python-level writes only: a subprocess or C code writing to file descriptor 1 or
 
 from __future__ import annotations
 
+import _thread  # (not threading: a spawned child whose job starts no thread never imports it)
 import contextvars
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
@@ -20,9 +20,9 @@ from .defaults import OUTPUT_CAP
 TRUNCATED = '\n[rqfast: output truncated, {} more characters]\n'
 
 _buffer: contextvars.ContextVar[Buffer | None] = contextvars.ContextVar('rqfast_output', default=None)
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _open = 0  # captures open in this process (the proxies are in place while it is above 0)
-_passing = threading.RLock()  # a write or flush passed on to a real stream (see _Proxy)
+_passing = _thread.RLock()  # a write or flush passed on to a real stream (see _Proxy)
 # Every proxy ever put in place, kept for the process's life: print() holds a borrowed reference to
 # sys.stdout while it writes (python/cpython#130163), so a thread printing as another swaps the streams
 # back must not see its proxy freed under it (seen here as a segfault at concurrency > 1).

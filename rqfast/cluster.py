@@ -11,7 +11,6 @@ docs/connections.md, "Redis Cluster", says what works and what does not yet.
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -143,6 +142,8 @@ def in_queue_keyspace(attribute: str) -> Callable[[Kind], Kind]:
     def decorate(cls: Kind) -> Kind:
         if not keys.SHARDED:
             return cls
+        import inspect  # here: unsharded, a spawned child does not import it
+
         for name in dir(cls):
             if name.startswith('_') or name == attribute:
                 continue

@@ -6,7 +6,6 @@ Used by the SimpleWorker, by the forking and spawn workers' children, and by is_
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
@@ -19,6 +18,7 @@ from .dates import now
 from .job import Job, Retry
 from .outcome import Outcome, OutcomeKind
 from .status import JobStatus
+from .text import traceback_module
 from .timeouts import BaseDeathPenalty, JobTimeoutException, NoDeathPenalty, UnixSignalDeathPenalty
 
 __all__ = [
@@ -242,7 +242,9 @@ def fail_job(
     except Exception:
         exc_info = sys.exc_info()
     run_exception_handlers(job, exc_info, exception_handlers)
-    return Outcome(OutcomeKind.FAILURE, exc_string=''.join(traceback.format_exception(*exc_info)), exc_info=exc_info)
+    return Outcome(
+        OutcomeKind.FAILURE, exc_string=''.join(traceback_module().format_exception(*exc_info)), exc_info=exc_info
+    )
 
 
 def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[ExceptionHandler]) -> None:
@@ -251,7 +253,7 @@ def run_exception_handlers(job: Job, exc_info: Any, handlers: Sequence[Exception
         try:
             fall_through = handler(job, *exc_info)
         except Exception:
-            traceback.print_exc()
+            traceback_module().print_exc()
             break
         if fall_through is not None and not fall_through:
             break

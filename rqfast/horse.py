@@ -9,22 +9,20 @@ spawned child stays small. Pipe messages: length-prefixed pickles.
 
 from __future__ import annotations
 
+import _thread  # (not threading: a spawned child whose job starts no thread never imports it)
 import functools
 import importlib
-import logging
 import os
 import pickle
 import signal
 import sys
-import threading
-import traceback
 from collections.abc import Sequence
 from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from . import jobrun, keys, tracing
-from .as_rq import logger_name
+from .as_rq import lazy_logger
 from .dates import now
 from .exceptions import ShutDownImminentException
 from .execution import ExceptionHandler, fail_job, flush_run_observers, run_job, unobserved
@@ -33,16 +31,17 @@ from .orphaned import record_orphaned, worker_recorded
 from .outcome import Outcome, OutcomeKind
 from .pipes import read_message, write_message
 from .status import JobStatus
+from .text import traceback_module
 
 if TYPE_CHECKING:
     from redis import Redis
 
 
-def _logger() -> logging.Logger:
-    return logging.getLogger(logger_name('worker'))
+def _logger() -> Any:
+    return lazy_logger('worker')
 
 
-_BUILD_LOCK = threading.Lock()
+_BUILD_LOCK = _thread.allocate_lock()
 
 
 class Report:
@@ -84,7 +83,7 @@ def encode_report(report: Report) -> bytes:
     try:
         return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # a Retry subclass that does not pickle
-        failure = ('failure', None, report.exc_string or traceback.format_exc(), *fields[3:])
+        failure = ('failure', None, report.exc_string or traceback_module().format_exc(), *fields[3:])
         return pickle.dumps(failure, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -334,7 +333,7 @@ def _vetted_job(
     try:
         return _load_job(settings, connection, job_id, raw, started_at, settings.policy)
     except Exception:  # (a job class that raises as it loads): it fails, and is logged, as a job that raised
-        _report_at_once(report_fd, OutcomeKind.FAILURE.value, traceback.format_exc(), started_at)
+        _report_at_once(report_fd, OutcomeKind.FAILURE.value, traceback_module().format_exc(), started_at)
         return None
 
 
@@ -395,7 +394,7 @@ def spawn_main(job_fd: int, report_fd: int, module: str = '') -> None:
             serve_one_job(job_fd, report_fd, settings, module)
         code = 0
     except BaseException:
-        traceback.print_exc()
+        traceback_module().print_exc()
     finally:
         flush_stdio()
         os._exit(code)

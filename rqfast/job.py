@@ -7,7 +7,6 @@ writes that change a job's state are Lua scripts (lua/), called through rqfast.s
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -33,7 +32,7 @@ from .jobspec import (
     validate_job_id,
 )
 from .status import JobStatus
-from .text import as_text
+from .text import as_text, json_module
 from .types import FunctionReferenceType, JobDependencyType
 
 if TYPE_CHECKING:
@@ -152,7 +151,7 @@ class Job(JobSpec):
         """Record how far the job has got (any JSON value: 42, 0.5, "step 3 of 7", {"done": 3}); one HSET
         (one script call for a job with events, which also writes a `progress` event: rqfast.events)."""
         try:
-            encoded = json.dumps(value, allow_nan=False)
+            encoded = json_module().dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f'set_progress: a JSON value (number, text, list, dict...) is needed, got {value!r}'
@@ -166,7 +165,7 @@ class Job(JobSpec):
     def progress(self) -> Any:
         """The value the job last gave set_progress(), read from Redis now (None before any)."""
         stored = self.connection.hget(self.key, 'progress')
-        return None if stored is None else json.loads(stored)
+        return None if stored is None else json_module().loads(stored)
 
     # --- status
 

@@ -5,7 +5,6 @@ writes, `restore_job` reads what RQ's Job.restore reads, both loops over JobReco
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
 from datetime import datetime
@@ -17,7 +16,7 @@ from .dates import now, utcformat, utcparse
 from .defaults import CALLBACK_TIMEOUT, UNSERIALIZABLE_RETURN_VALUE_PAYLOAD, rq2_compat
 from .exceptions import NoSuchJobError
 from .status import JobStatus
-from .text import as_text
+from .text import as_text, json_module
 from .timeouts import parse_timeout
 
 __all__ = ['HASH_FIELDS', 'UNSERIALIZABLE_RETURN_VALUE_PAYLOAD', 'Codec', 'encode_meta', 'JobRecord', 'job_fields']
@@ -63,7 +62,7 @@ def _int(job: Any, stored: bytes) -> int:
 
 
 def _json(job: Any, value: Any) -> str:
-    return json.dumps(value)
+    return str(json_module().dumps(value))
 
 
 def _nonempty_json(job: Any, value: Any) -> str | None:
@@ -71,7 +70,7 @@ def _nonempty_json(job: Any, value: Any) -> str | None:
 
 
 def _read_json(job: Any, stored: bytes) -> Any:
-    return json.loads(as_text(stored))
+    return json_module().loads(as_text(stored))
 
 
 def _date(job: Any, value: datetime) -> str:

@@ -5,7 +5,6 @@ Values that name no job; Dependency, which names jobs, is jobspec.py's, next to 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable
 from types import BuiltinFunctionType, FunctionType
 from typing import Any
@@ -50,6 +49,8 @@ class Retry:
         """The delays a job enqueued now stores in `retry_intervals`: with jitter, drawn afresh per job."""
         if not self.jitter:
             return self._intervals
+        import random
+
         return [round(random.uniform(delay * (1 - self.jitter), delay)) for delay in self._intervals]
 
     @intervals.setter

@@ -75,7 +75,8 @@ def _as_list(obj: Any) -> list[Any]:
     return [obj]
 
 
-_J = TypeVar('_J', bound='JobSpec')
+if TYPE_CHECKING:  # (at run time the string bound would be compiled into a ForwardRef in every spawned child)
+    _J = TypeVar('_J', bound='JobSpec')
 UNEVALUATED: Any = object()  # RQ's name: a part of the call not built (or not deserialized) yet
 
 

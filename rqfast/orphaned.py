@@ -10,21 +10,20 @@ imported only then: a horse whose worker lives imports none of it.
 
 from __future__ import annotations
 
-import logging
 import os
 import select
 import time
 from datetime import datetime
 from typing import Any
 
-from .as_rq import logger_name
+from .as_rq import lazy_logger
 from .dates import now
 from .defaults import DEFAULT_RESULT_TTL, HORSE_STANDBY
 from .outcome import Outcome
 
 
-def _logger() -> logging.Logger:
-    return logging.getLogger(logger_name('worker'))
+def _logger() -> Any:
+    return lazy_logger('worker')
 
 
 RECORDED = b'\x01'  # what the worker writes on a horse's job pipe once it has recorded the horse's outcome

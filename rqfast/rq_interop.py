@@ -16,9 +16,9 @@ While rqfast serves `import rq` (rqfast.as_rq) there is nothing to do: rq's name
 
 from __future__ import annotations
 
+import _thread  # (not threading: a spawned child whose job starts no thread never imports it)
 import functools
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from importlib.machinery import PathFinder
@@ -38,7 +38,7 @@ class BaseStandIn(BaseException):
 
 
 _STAND_INS = (StandIn, BaseStandIn)
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 def _real_rq_module(name: str) -> ModuleType | None:

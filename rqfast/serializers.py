@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Callable
 from functools import partial
@@ -10,6 +9,7 @@ from types import ModuleType
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from .imports import import_attribute
+from .text import json_module
 
 
 @runtime_checkable
@@ -30,11 +30,12 @@ PickleSerializer = DefaultSerializer
 class JSONSerializer:
     @staticmethod
     def dumps(obj: Any, *args: Any, **kwargs: Any) -> bytes:
-        return json.dumps(obj, *args, **kwargs).encode('utf-8')
+        data: bytes = json_module().dumps(obj, *args, **kwargs).encode('utf-8')
+        return data
 
     @staticmethod
     def loads(data: bytes, *args: Any, **kwargs: Any) -> Any:
-        return json.loads(data.decode('utf-8'), *args, **kwargs)
+        return json_module().loads(data.decode('utf-8'), *args, **kwargs)
 
 
 SERIALIZER_ALIASES: dict[str, Any] = {'json': JSONSerializer, 'pickle': PickleSerializer}

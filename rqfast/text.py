@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 NOT_JSON_SERIALIZABLE = '<not JSON serializable>'
@@ -31,9 +30,25 @@ def truncate_long_string(text: str, max_length: int | None = None) -> str:
     return text[:max_length] + '...'
 
 
+def json_module() -> Any:
+    """The json module, imported when first used: a spawned child whose job reads and writes no JSON
+    field (the usual no-op: no retries, dependencies, webhooks, progress) never imports it."""
+    import json
+
+    return json
+
+
+def traceback_module() -> Any:
+    """The traceback module (linecache, tokenize, textwrap), imported when first used: a spawned child
+    whose job succeeds never formats a traceback."""
+    import traceback
+
+    return traceback
+
+
 def safe_json_dumps(value: Any) -> str:
     """JSON text, or NOT_JSON_SERIALIZABLE for a value json cannot write."""
     try:
-        return json.dumps(value)
+        return str(json_module().dumps(value))
     except (TypeError, ValueError):
         return NOT_JSON_SERIALIZABLE

@@ -102,13 +102,22 @@ LAYERS: list[tuple[str, list[str]]] = [
 # the base classes rqfast.utils' import_*_class check against (RQ's rq.utils, which a job may import).
 _CHILD = 'start-up cost: a spawned child (rqfast/horse.py) '
 LATE_IMPORTS: dict[tuple[str, str], tuple[int, str]] = {
+    ('rqfast.as_rq', 'logging'): (1, _CHILD + 'whose job logs nothing never imports logging (re, traceback: 7 ms)'),
     ('rqfast.as_rq', 'site'): (1, _CHILD + 'runs without `site` (-S): only `rqfast doctor` reads its folders'),
+    ('rqfast.callbacks', 'inspect'): (1, _CHILD + 'whose job has no callback never imports inspect (ast, dis: 3 ms)'),
+    ('rqfast.cluster', 'inspect'): (1, _CHILD + 'never imports inspect unless sharded by queue (3 ms)'),
+    ('rqfast.text', 'traceback'): (1, _CHILD + 'whose job succeeds never formats a traceback (2 ms)'),
+    ('rqfast.text', 'json'): (
+        1,
+        _CHILD + 'whose job has no JSON field (retries, dependencies, webhooks) never imports json',
+    ),
     ('rqfast.horse', 'rqfast.connections'): (1, _CHILD + 'whose job never uses Redis builds no client (no redis-py)'),
     ('rqfast.exceptions', 'rqfast.redis_errors'): (
         1,
         _CHILD + "imports rqfast.exceptions; its errors of a full or silent Redis subclass redis-py's",
     ),
     ('rqfast.job', 'rqfast.results'): (1, _CHILD + 'loads a Job; only reading or writing its results needs them'),
+    ('rqfast.joboptions', 'random'): (1, _CHILD + 'never imports random (bisect, hashlib) unless a Retry has jitter'),
     ('rqfast.jobhash', 'rqfast.webhook'): (
         1,
         _CHILD + 'whose job has no webhooks never imports them (nor dataclasses)',

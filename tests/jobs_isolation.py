@@ -67,6 +67,7 @@ def where_am_i() -> dict[str, Any]:
         'worker_loaded': 'rqfast.worker.base' in sys.modules,
         'redis_loaded': 'redis' in sys.modules,
         'opentelemetry_loaded': 'opentelemetry.trace' in sys.modules,
+        'loaded_for_nothing': sorted(set(sys.modules) & {'json', 'logging', 'traceback', 'inspect', 'random'}),
         'worker_id': os.environ.get('RQ_WORKER_ID'),
         'job_id': os.environ.get('RQ_JOB_ID'),
     }

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import redis
 import rq
 
 import rqfast
+import rqfast.connections
+import rqfast.horse
 import rqfast.worker
+import rqfast.worker.pool
 
 try:
     from horse_contract import KILLED, HorseContract, rq_job
@@ -64,3 +68,50 @@ def test_the_worker_carries_on_when_its_breeder_dies(redis_conn: redis.Redis) ->
     rqfast.Worker(['q'], connection=redis_conn).work(burst=True, logging_level='WARNING')
     assert rq_job(redis_conn, first.id).return_value() == 'done'
     assert all(rq_job(redis_conn, job.id).get_status() == 'finished' for job in rest)
+
+
+def test_one_horse_waits_per_slot(redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+    original = rqfast.Worker.start_horse
+
+    def start_horse(self: rqfast.Worker) -> Any:
+        horse = original(self)
+        started.append(horse.pid)
+        return horse
+
+    monkeypatch.setattr(rqfast.Worker, 'start_horse', start_horse)
+    queue = rq.Queue('q', connection=redis_conn)
+    ids = [queue.enqueue('jobs_isolation.where_am_i').id for _ in range(2)]
+    rqfast.Worker(['q'], connection=redis_conn, concurrency=3).work(burst=True, logging_level='WARNING')
+    assert len(started) == 3 + 2  # three waiting before the first claim, and one more per job handed over
+    assert all(rq_job(redis_conn, job_id).get_status() == 'finished' for job_id in ids)
+
+
+class _CountedJob(rqfast.Job):
+    made = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        type(self).made += 1
+        super().__init__(*args, **kwargs)
+
+
+def test_the_breeder_warms_up_on_rqfasts_own_code_only(redis_conn: redis.Redis) -> None:
+    """The warm-up the breeder runs once (so every horse starts warm) makes no connection, and runs no
+    job class of the app's: a horse of such a worker warms up on its own, after its fork."""
+    worker = rqfast.Worker(['q'], connection=redis_conn)
+    settings = worker.horse_settings()
+    assert settings.stand_in is not None or len(os.sched_getaffinity(0)) < 2
+    made: list[str] = []
+    original = settings.job_class.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append('job')
+        original(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(settings.job_class, '__init__', counted)
+        patch.setattr(rqfast.connections, 'build_client', lambda *args: made.append('client'))
+        rqfast.worker.pool.warm_breeder(settings, None)
+    assert made == (['job'] if settings.stand_in is not None else [])  # rqfast's Job: warmed, no client built
+    rqfast.worker.pool.warm_breeder(settings.replace(job_class=_CountedJob), None)
+    assert _CountedJob.made == 0  # the app's job class: not in the breeder

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import sys
 from typing import Any
 from unittest import mock
 
@@ -13,6 +14,7 @@ import redis
 import rq
 
 import rqfast
+import rqfast.worker.spawn
 
 try:
     import spawn_workers
@@ -37,6 +39,7 @@ def test_a_child_imports_only_what_its_job_needs(redis_conn: redis.Redis) -> Non
     assert where['worker_loaded'] is False
     assert where['redis_loaded'] is False  # the job never used its connection, so redis-py was never imported
     assert where['opentelemetry_loaded'] is False  # nor traced (no provider): the tracing API was not imported
+    assert where['loaded_for_nothing'] == []  # a job with no JSON field, no log line, no failure, no callback
 
 
 def test_children_start_ahead_and_none_outlives_the_worker(redis_conn: redis.Redis, monkeypatch: Any) -> None:
@@ -165,3 +168,97 @@ def test_fork_work_horse_child_rebuilds_the_connection(redis_conn: redis.Redis) 
     assert child_connection.connection_pool.connection_class is redis.UnixDomainSocketConnection
     kwargs = child_connection.connection_pool.connection_kwargs
     assert (kwargs['path'], kwargs['db'], kwargs['password']) == ('/tmp/no-such-redis.sock', 5, 'secret')
+
+
+# --- how many children wait, and what a child started without `site` still finds
+
+
+@pytest.mark.parametrize(('concurrency', 'waiting', 'expected'), [(1, None, 1), (3, None, 3), (3, 1, 1), (1, 2, 2)])
+def test_one_child_waits_per_slot(
+    redis_conn: redis.Redis, monkeypatch: Any, concurrency: int, waiting: int | None, expected: int
+) -> None:
+    started: list[int] = []
+    original = rqfast.SpawnWorker.start_horse
+
+    def start_horse(self: rqfast.SpawnWorker) -> Any:
+        horse = original(self)
+        started.append(horse.pid)
+        return horse
+
+    monkeypatch.setattr(rqfast.SpawnWorker, 'start_horse', start_horse)
+    worker = rqfast.SpawnWorker(['q'], connection=redis_conn, concurrency=concurrency)
+    if waiting is not None:
+        worker.waiting_horses = waiting
+    assert worker.spare_horses() == expected
+    worker.work(burst=True, logging_level='WARNING')  # no job: only the children started ahead
+    assert len(started) == expected
+    for pid in started:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # stopped and reaped with the worker
+
+
+_EDITABLE_FINDER = """
+import sys
+from importlib.machinery import PathFinder
+
+MAPPING = {{'{package}': {directory!r}}}
+NAMESPACES = {{}}
+
+
+class _Finder:
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname in MAPPING:
+            return PathFinder.find_spec(fullname, [MAPPING[fullname].rpartition('/')[0]])
+        return None
+
+
+def install():
+    if _Finder not in sys.meta_path:
+        sys.meta_path.append(_Finder)
+"""
+
+
+def test_a_child_finds_what_an_editable_install_maps(
+    redis_conn: redis.Redis, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package only an editable install's finder maps (setuptools' `__editable___*_finder`, installed by
+    a .pth) is found by a child that skipped `site`: the finder is replayed there, installed when needed."""
+    package, finder = 'rqfast_editable_demo', '__editable___rqfast_editable_demo_0_1_finder'
+    source = tmp_path / 'src'
+    (source / package).mkdir(parents=True)
+    (source / package / '__init__.py').write_text(
+        'import os, sys\n'
+        'def where():\n'
+        "    return {'pid': os.getpid(), 'finders': [type(f).__name__ if not isinstance(f, type) else f.__name__\n"
+        '                                            for f in sys.meta_path]}\n'
+    )
+    site_packages = tmp_path / 'site'
+    site_packages.mkdir()
+    (site_packages / f'{finder}.py').write_text(
+        _EDITABLE_FINDER.format(package=package, directory=str(source / package))
+    )
+    monkeypatch.syspath_prepend(str(site_packages))
+    module = __import__(finder)
+    # (pytest's assertion rewriter would make the child run `site`: not needed by a job)
+    monkeypatch.setattr(sys, 'meta_path', [f for f in sys.meta_path if not type(f).__module__.startswith('_pytest')])
+    module.install()
+    assert __import__(package).where()['pid'] == os.getpid()  # the worker finds it through the finder only
+    assert f'{finder} {package}' in rqfast.worker.spawn.site_replay().split('\n')[3:]
+
+    job = rq.Queue('q', connection=redis_conn).enqueue(f'{package}.where')
+    rqfast.SpawnWorker(['q'], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    where = rq_job(redis_conn, job.id).return_value()
+    assert where is not None, rq_job(redis_conn, job.id).latest_result().exc_string
+    assert where['pid'] != os.getpid()
+    assert '_Finder' in where['finders']  # installed in the child when the job's import reached it
+
+
+def test_a_hook_that_is_not_an_editable_finder_makes_the_child_run_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Hook:
+        @staticmethod
+        def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
+            return None
+
+    monkeypatch.setattr(sys, 'meta_path', [*sys.meta_path, Hook])
+    assert rqfast.worker.spawn.site_replay() == ''

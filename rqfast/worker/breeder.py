@@ -13,6 +13,7 @@ The worker never takes the breeder's word for a job's outcome: that comes from t
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -68,7 +69,9 @@ class Breeder:
         self.alive = True
 
     @classmethod
-    def start(cls, run_horse: Callable[[int, int], None], close_in_child: list[int]) -> Breeder:
+    def start(
+        cls, run_horse: Callable[[int, int], None], close_in_child: list[int], warm: Callable[[], None] | None = None
+    ) -> Breeder:
         """Fork the breeder; in it, `run_horse(job_fd, report_fd)` is what each forked horse runs."""
         worker_end, breeder_end = socket.socketpair()
         horse.flush_stdio()
@@ -80,7 +83,7 @@ class Breeder:
                     os.close(fd)
                 except OSError:
                     pass
-            _breed(breeder_end, run_horse)
+            _breed(breeder_end, run_horse, warm)
         breeder_end.close()
         try:
             os.setpgid(pid, pid)
@@ -190,7 +193,7 @@ def _running(pid: int) -> bool:
 # --- in the breeder
 
 
-def _breed(sock: socket.socket, run_horse: Callable[[int, int], None]) -> None:
+def _breed(sock: socket.socket, run_horse: Callable[[int, int], None], warm: Callable[[], None] | None) -> None:
     code = 1
     try:
         os.setpgid(0, 0)
@@ -200,6 +203,8 @@ def _breed(sock: socket.socket, run_horse: Callable[[int, int], None]) -> None:
         os.set_blocking(wake_write, False)
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # so that an exit wakes the loop
+        if warm is not None:
+            warm()
         _serve(sock, (wake_read, wake_write), run_horse)
         code = 0
     except BaseException:
@@ -212,6 +217,9 @@ def _breed(sock: socket.socket, run_horse: Callable[[int, int], None]) -> None:
 def _serve(sock: socket.socket, wake: tuple[int, int], run_horse: Callable[[int, int], None]) -> None:
     wake_read = wake[0]
     preloaded: set[str] = set()
+    # What the breeder holds now is what every horse starts with: out of the collector's sight, so that
+    # a collection in a horse does not touch (and copy) every page of it.
+    gc.freeze()
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
     poller.register(wake_read, select.POLLIN)
@@ -231,6 +239,7 @@ def _serve(sock: socket.socket, wake: tuple[int, int], run_horse: Callable[[int,
             if module and module not in preloaded:
                 preloaded.add(module)
                 horse.preload(module)
+                gc.freeze()
             pid = _fork(sock, wake, run_horse, fds)
             try:
                 sock.sendall(_frame(('pid', pid)))

@@ -46,8 +46,10 @@ class Worker(BaseWorker):
     horse_kill_grace = HORSE_KILL_GRACE
     # How often the worker looks at a horse whose report pipe stays quiet (a grandchild may hold it open).
     horse_poll_interval = 1.0
-    # Horses started ahead and waiting for a job.
-    waiting_horses = 1
+    # Horses started ahead and waiting for a job: None (the default) keeps one per slot, the worker's
+    # `concurrency` (at least 1); an int sets the number. Each takes one job and exits; the next is
+    # started as a job is handed over, off that job's path.
+    waiting_horses: int | None = None
     # Seconds a waiting horse gets to exit on its own when the worker stops, before it is killed.
     horse_exit_wait = 2.0
     # The module of the last job's function is imported ahead (by the breeder, or else by the waiting
@@ -74,7 +76,12 @@ class Worker(BaseWorker):
     def bootstrap(self, *args: Any, **kwargs: Any) -> None:
         super().bootstrap(*args, **kwargs)
         os.environ['RQ_WORKER_ID'] = self.name  # as RQ sets it: the horses inherit it
-        self._runner.pool.keep_spares(self.waiting_horses)
+        self._runner.pool.keep_spares(self.spare_horses())
+
+    def spare_horses(self) -> int:
+        """How many horses wait for a job ahead of it: `waiting_horses`, or one per slot."""
+        wanted = self.waiting_horses if self.waiting_horses is not None else self.concurrency
+        return max(1, wanted)
 
     def teardown(self) -> None:
         try:

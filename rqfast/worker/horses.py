@@ -88,7 +88,7 @@ class InHorses(Runner):
         with self.lock:
             work_horse = self.pool.take()
             self._send(work_horse, running)
-            self.pool.keep_spares(worker.waiting_horses)
+            self.pool.keep_spares(worker.spare_horses())
             self.pool.reap_exited()
         if job.id in self.stopped:  # a stop-job came before the horse had the job
             self.kill(job.id)

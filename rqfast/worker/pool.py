@@ -229,7 +229,9 @@ class HorsePool:
             self._drop_breeder()
         if self.breeder is None and use_breeder and self.breeder_failures < 3:
             self.breeder = Breeder.start(
-                lambda job_fd, report_fd: horse_main(settings, job_fd, report_fd, '', fallback), sorted(self.open_fds)
+                lambda job_fd, report_fd: horse_main(settings, job_fd, report_fd, '', fallback),
+                sorted(self.open_fds),
+                lambda: warm_breeder(settings, fallback),
             )
         return self.breeder
 
@@ -259,6 +261,16 @@ class HorsePool:
         except OSError:
             pass
         return pid
+
+
+def warm_breeder(settings: horse.HorseSettings, fallback: Any) -> None:
+    """In the breeder, once: the horses' warm-up job (horse.warm_up), so that what running a job builds
+    once per process (lazy imports, type checks' caches, the warm-up's own first faults) is in every
+    horse from its fork, and each horse's own warm-up only has its pages to copy. No Redis call, and only
+    rqfast's own code: with a job class or serializer of the app's, each horse warms up alone, as before."""
+    own = (settings.job_class, settings.serializer)
+    if settings.stand_in is not None and all(getattr(obj, '__module__', '').startswith('rqfast.') for obj in own):
+        horse.warm_up(settings, horse.LazyClient(settings.client) if settings.client is not None else fallback)
 
 
 def horse_main(settings: horse.HorseSettings, job_fd: int, report_fd: int, module: str, fallback: Any) -> None:

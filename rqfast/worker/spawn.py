@@ -14,9 +14,9 @@ monitor_work_horse() are RQ 3.0's step-by-step way: a child spawned for the job 
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
+import re
 import sys
 import time
 import traceback
@@ -42,15 +42,46 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BOOTSTRAP = """
 import sys
 def _replay_site(replay):
-    import json, site
-    replay = json.loads(replay)
-    sys.prefix, sys.exec_prefix = replay['prefix'], replay['exec_prefix']
+    # (lines, not JSON: json would cost every child its import) prefix, exec prefix, the sitecustomize
+    # modules, then `<finder module> <top-level names...>` per editable install
+    import site
+    prefix, exec_prefix, modules, *editable = replay.split('\\n')
+    sys.prefix, sys.exec_prefix = prefix, exec_prefix
     site.setquit()
-    for name in replay['modules']:
+    for name in modules.split():
         try:
             __import__(name)
         except ImportError:
             pass
+    finders = {line.split()[0]: line.split()[1:] for line in editable if line.strip()}
+    if finders:
+        sys.meta_path.append(_EditableFinders(finders))
+class _EditableFinders:
+    # The worker's editable installs' finders (setuptools' .pth hooks), after every other finder as
+    # there: imported and installed when a module they map is first imported and not found on
+    # sys.path, so a child that needs none of them never pays for them (they import pathlib).
+    def __init__(self, finders):
+        self.finders = finders  # {finder module: the top-level names it maps}
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition('.')[0]
+        if not any(top in names for names in self.finders.values()):
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        before = list(sys.meta_path)
+        for name in self.finders:
+            try:
+                __import__(name).install()
+            except Exception:
+                pass
+        sys.path_importer_cache.clear()
+        for finder in [finder for finder in sys.meta_path if finder not in before]:
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
 def _rqfast_package(directory):
     import importlib.util, os
     spec = importlib.util.spec_from_file_location('rqfast', os.path.join(directory, '__init__.py'),
@@ -103,15 +134,37 @@ _STANDARD_HOOK_MODULES = {
     '_rqfast_as_rq',
     'rqfast.rq_interop',
 }
+_EDITABLE_FINDER = re.compile(r'__editable___\w+_finder')  # setuptools' editable installs (PEP 660)
 
 
 def site_replay() -> str:
-    """What a child needs to skip `site` and still see what the worker saw; '' when it must run it."""
-    hooks = [*sys.meta_path, *sys.path_hooks]
-    if sys.flags.no_site or any(getattr(hook, '__module__', None) not in _STANDARD_HOOK_MODULES for hook in hooks):
+    """What a child needs to skip `site` and still see what the worker saw; '' when it must run it.
+
+    The finders of editable installs (setuptools' `__editable___<name>_finder` modules, which a .pth
+    file installs) are replayed too: the child installs them when an import first reaches them."""
+    if sys.flags.no_site or '\n' in sys.prefix + sys.exec_prefix:
         return ''
+    editable: dict[str, list[str]] = {}
+    for hook in [*sys.meta_path, *sys.path_hooks]:
+        module = getattr(hook, '__module__', None)
+        if module in _STANDARD_HOOK_MODULES or module in editable:
+            continue
+        names = _editable_names(module)
+        if names is None:
+            return ''
+        editable[str(module)] = names
     modules = [name for name in ('sitecustomize', 'usercustomize') if name in sys.modules]
-    return json.dumps({'prefix': sys.prefix, 'exec_prefix': sys.exec_prefix, 'modules': modules})
+    finders = [' '.join((module, *names)) for module, names in editable.items()]
+    return '\n'.join((sys.prefix, sys.exec_prefix, ' '.join(modules), *finders))
+
+
+def _editable_names(module: Any) -> list[str] | None:
+    """The top-level names an editable install's finder maps (its MAPPING and NAMESPACES); None if not one."""
+    found = sys.modules.get(module) if isinstance(module, str) and _EDITABLE_FINDER.fullmatch(module) else None
+    tables = [getattr(found, table, None) for table in ('MAPPING', 'NAMESPACES')]
+    if found is None or not all(isinstance(table, dict) for table in tables):
+        return None
+    return sorted({str(name).partition('.')[0] for table in tables if isinstance(table, dict) for name in table})
 
 
 class SpawnWorker(Worker):
