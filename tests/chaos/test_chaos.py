@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from rqfast import keys
+
 try:
     import fleet
     import redis_servers
@@ -113,6 +115,56 @@ def test_sigkills_of_workers_and_horses(server: fleet.KillableRedis, tmp_path: P
         assert not crew.stop_all()
     finally:
         recovery.stop()
+        crew.close()
+        conn.close()
+
+
+def test_parents_killed_at_concurrency_8(server: fleet.KillableRedis, tmp_path: Path, marks: Path) -> None:
+    """Issue 32's concurrency kill soak: a worker of each class at -C 8, its process SIGKILLed now and then
+    (a supervisor starts another). A Worker's or SpawnWorker's horses outlive their parent and record what
+    they ran: no job one of them held fails after its body completed. A SimpleWorker's jobs run on its own
+    threads, so they die with it (the whole group: docs/reliability.md): those are recovered as abandoned."""
+    rng = random.Random(23)
+    conn = redis.Redis.from_url(server.url)
+    jobs = soak.enqueue(conn, marks, soak.scale(600, 1000), rng, max_seconds=0.3)
+    crew = soak.Fleet(server.url, tmp_path, {'worker': {'concurrency': 8}})
+    held_by_horses: set[str] = set()  # jobs in flight in a Worker or SpawnWorker when its parent was killed
+    whole_group: set[str] = set()  # ... in a SimpleWorker when it was killed
+    try:
+        for worker_class in soak.CLASSES:
+            crew.start(worker_class)
+        crew.wait_registered(conn)
+        for _ in range(soak.scale(6, 10)):
+            time.sleep(rng.uniform(0.5, 1.5))
+            crew.check_exits()
+            candidates = [w for w in crew.alive() if conn.scard(keys.worker_executions_key(w.process.name))]
+            if not candidates:
+                continue
+            victim = rng.choice(candidates)
+            members = conn.smembers(keys.worker_executions_key(victim.process.name))
+            victim.process.signal(signal.SIGKILL)
+            victim.killed = True
+            held = {m.decode().rsplit(':', 1)[0] for m in members}
+            (whole_group if victim.worker_class == 'SimpleWorker' else held_by_horses).update(held)
+            crew.kills[f'{victim.worker_class} worker'] += 1
+            crew.start(victim.worker_class)
+        done = soak.wait_terminal(conn, jobs.ids, time.monotonic() + RECOVERY_BOUND + soak.scale(180, 900), crew)
+        crew.check_exits()
+        result = soak.account(conn, marks, jobs)
+        lost_by_horses = result.completed_then_abandoned & held_by_horses
+        soak.REPORTS.append(
+            result.line('kills at -C 8')
+            + f'; kills {dict(crew.kills)}; completed then abandoned: {len(lost_by_horses)} of the'
+            f' {len(held_by_horses)} jobs killed parents held, {len(result.completed_then_abandoned & whole_group)}'
+            f' of the {len(whole_group)} killed SimpleWorkers ran'
+        )
+        assert done == len(jobs.ids), result.problems[:20]
+        assert not result.problems, result.problems[:20]
+        assert not lost_by_horses, 'a parent-only kill lost an outcome its horse had'
+        assert result.completed_then_abandoned <= whole_group, result.completed_then_abandoned - whole_group
+        assert not crew.unexpected_exits, crew.unexpected_exits[:3]
+        assert not crew.stop_all()
+    finally:
         crew.close()
         conn.close()
 
