@@ -289,6 +289,43 @@ def test_an_enqueue_over_a_silent_path_raises_one_clear_error_within_the_bound(
     assert Queue('q', connection=private).count >= 2
 
 
+def test_an_async_enqueue_over_a_silent_path_raises_the_same_error_within_the_bound(
+    private: redis.Redis, proxy: SilentProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rqfast.asyncio's calls share a line (one connection): a silent path fails every call waiting on it,
+    whatever the client's socket_timeout (none here), and the next call opens a new connection."""
+    import asyncio
+
+    import redis.asyncio as aredis
+
+    from rqfast import defaults
+    from rqfast.asyncio import AsyncQueue
+
+    monkeypatch.setattr(defaults, 'REPLY_TIMEOUT', 2)
+
+    async def scenario() -> float:
+        client = aredis.Redis(port=proxy.port, socket_timeout=None)
+        try:
+            q = AsyncQueue('q', connection=client)
+            await q.enqueue('builtins.len', 'a')  # (the line's connection, made while the path was fine)
+            proxy.silence()
+            started = time.monotonic()
+            waiting = [q.enqueue('builtins.len', str(i)) for i in range(3)]
+            outcomes = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 30)
+            took = time.monotonic() - started
+            assert all(isinstance(o, RedisNoReplyError) for o in outcomes), outcomes
+            assert 'may or may not have run' in str(outcomes[0])
+            proxy.restore()
+            await q.enqueue('builtins.len', 'c')  # a new connection: the path is back
+            return took
+        finally:
+            await client.aclose()
+
+    took = asyncio.run(scenario())
+    assert 2 <= took < 2 + 5, took
+    assert Queue('q', connection=private).count >= 2
+
+
 def test_an_idle_worker_notices_a_silent_path_and_runs_the_queue_once_it_returns(
     private: redis.Redis, proxy: SilentProxy, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

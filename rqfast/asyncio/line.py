@@ -5,6 +5,8 @@ Each call is still one command, run by Redis on its own and atomically: only the
 loop's wake-ups are shared (a hundred coroutines enqueueing at once cost one write and one read loop,
 not a hundred of each). A connection error fails every call in flight on the line, with redis-py's
 ConnectionError, and the next call opens a new line; a call whose reply was lost may have run.
+A silent path (no reply for REPLY_TIMEOUT seconds while calls wait, whatever the client's socket_timeout)
+fails them the same way, with rqfast's RedisNoReplyError, as the sync producer's calls (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .. import defaults
+from ..redis_errors import RedisNoReplyError
 
 __all__ = ['Line', 'line_for']
 
@@ -33,6 +39,8 @@ class Line:
         self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._reader: asyncio.Task[None] | None = None
         self._flush_planned = False
+        self._heard = 0.0  # loop time of the last reply (or of the first call sent after a quiet spell)
+        self._watchdog: asyncio.TimerHandle | None = None
 
     @property
     def connected(self) -> bool:
@@ -60,9 +68,10 @@ class Line:
             return
         connecting = self._connecting = self.loop.create_future()
         try:
-            conn = await self.pool.get_connection()
-            if not conn.is_connected:
-                await conn.connect()
+            try:  # (a handshake on a silent path: bounded as a call's reply is)
+                conn = await asyncio.wait_for(self._connected(), defaults.REPLY_TIMEOUT)
+            except asyncio.TimeoutError as exc:
+                raise RedisNoReplyError('a new connection', defaults.REPLY_TIMEOUT, RedisTimeoutError()) from exc
             self._conn = conn
             connecting.set_result(None)
         except BaseException as exc:
@@ -71,6 +80,12 @@ class Line:
             raise
         finally:
             self._connecting = None
+
+    async def _connected(self) -> Any:
+        conn = await self.pool.get_connection()
+        if not conn.is_connected:
+            await conn.connect()
+        return conn
 
     def _flush(self) -> None:
         self._flush_planned = False
@@ -83,7 +98,25 @@ class Line:
             self._fail(RedisConnectionError(f'rqfast.asyncio: writing to Redis failed: {exc}'))
             return
         if self._reader is None:
+            self._heard = self.loop.time()
             self._reader = self.loop.create_task(self._read())
+        if self._watchdog is None:
+            self._watchdog = self.loop.call_later(defaults.REPLY_TIMEOUT, self._check_silence)
+
+    def _check_silence(self) -> None:
+        """Calls waiting and no reply for REPLY_TIMEOUT seconds: the path is silent, every call in flight fails
+        (RedisNoReplyError) and the connection goes. One timer per line, not one per call."""
+        self._watchdog = None
+        if not self._waiting:
+            return
+        quiet = self.loop.time() - self._heard
+        if quiet < defaults.REPLY_TIMEOUT:
+            self._watchdog = self.loop.call_later(defaults.REPLY_TIMEOUT - quiet, self._check_silence)
+            return
+        reader, self._reader = self._reader, None
+        self._fail(RedisNoReplyError('a script call', defaults.REPLY_TIMEOUT, RedisTimeoutError()))
+        if reader is not None:
+            reader.cancel()
 
     async def _read(self) -> None:
         try:
@@ -92,6 +125,7 @@ class Line:
                     reply = await self._conn.read_response()
                 except ResponseError as error:
                     reply = error
+                self._heard = self.loop.time()
                 waiter = self._waiting.popleft()
                 if waiter.done():  # (its caller was cancelled: the reply is read and dropped)
                     continue
@@ -100,11 +134,14 @@ class Line:
                 else:
                     waiter.set_result(reply)
         except BaseException as exc:
-            self._fail(exc if isinstance(exc, Exception) else RedisConnectionError('rqfast.asyncio: the line stopped'))
+            if self._reader is asyncio.current_task():  # (else the watchdog failed the calls and cancelled it)
+                stopped = RedisConnectionError('rqfast.asyncio: the line stopped')
+                self._fail(exc if isinstance(exc, Exception) else stopped)
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._reader = None
+            if self._reader is asyncio.current_task():
+                self._reader = None
 
     def _fail(self, error: Exception) -> None:
         """Every call in flight fails with `error`; the connection is dropped (the next call opens one)."""
