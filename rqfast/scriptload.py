@@ -255,8 +255,9 @@ class Script:
         if getattr(pipeline, 'watching', False) and not pipeline.explicit_transaction:
             pipeline.multi()  # WATCH mode would run the call at once; RQ's enqueue switches to MULTI too
         strategy: Any = getattr(pipeline, '_execution_strategy', None)  # a ClusterPipeline batches in there
-        if strategy is None:
-            stack = pipeline.command_stack
+        if strategy is None:  # (redis.asyncio's ClusterPipeline before redis-py 6 keeps it as _command_stack)
+            held: Any = pipeline
+            stack = held.command_stack if hasattr(held, 'command_stack') else held._command_stack
         else:  # (redis.asyncio's ClusterPipeline keeps it private)
             stack = strategy.command_queue if hasattr(strategy, 'command_queue') else strategy._command_queue
         batch, sent = _sent_in_batch.get(pipeline, (None, set()))
