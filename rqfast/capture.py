@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread  # (not threading: a spawned child whose job starts no thread never imports it)
 import contextvars
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,18 @@ _passing = _thread.RLock()  # a write or flush passed on to a real stream (see _
 # sys.stdout while it writes (python/cpython#130163), so a thread printing as another swaps the streams
 # back must not see its proxy freed under it (seen here as a segfault at concurrency > 1).
 _made: list[_Proxy] = []
+
+
+def _fresh_locks() -> None:
+    """In a forked child: new locks. A thread of the parent that held one while the parent forked does
+    not exist in the child, so the child's first print would wait for it forever (a pool's worker
+    process forked beside capturing threads)."""
+    global _lock, _passing
+    _lock, _passing = _thread.allocate_lock(), _thread.RLock()
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_fresh_locks)
 
 
 class Buffer:

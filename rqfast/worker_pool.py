@@ -252,26 +252,26 @@ def run_worker(
     # installs its own, a stop signal ends it (one that came while it was forked, blocked, arrives now)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    if connection_pool_class is None:  # a RedisCluster (connections.parse_connection)
-        connection = build_client(connection_pool_kwargs['cluster'])
-    else:
-        connection = connection_class(
-            connection_pool=ConnectionPool(connection_class=connection_pool_class, **connection_pool_kwargs)
-        )
-    queues = [queue_class(name, connection=connection, serializer=serializer) for name in queue_names]
-    worker = worker_class(
-        queues,
-        name=worker_name,
-        connection=connection,
-        serializer=serializer,
-        job_class=job_class,
-        queue_class=queue_class,
-        exception_handlers=exception_handlers,
-    )
-    worker.log.info('Starting worker started with PID %s', os.getpid())
-    time.sleep(_sleep)
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if connection_pool_class is None:  # a RedisCluster (connections.parse_connection)
+            connection = build_client(connection_pool_kwargs['cluster'])
+        else:
+            connection = connection_class(
+                connection_pool=ConnectionPool(connection_class=connection_pool_class, **connection_pool_kwargs)
+            )
+        queues = [queue_class(name, connection=connection, serializer=serializer) for name in queue_names]
+        worker = worker_class(
+            queues,
+            name=worker_name,
+            connection=connection,
+            serializer=serializer,
+            job_class=job_class,
+            queue_class=queue_class,
+            exception_handlers=exception_handlers,
+        )
+        worker.log.info('Starting worker started with PID %s', os.getpid())
+        time.sleep(_sleep)
         worker.work(burst=burst, with_scheduler=True, logging_level=logging_level)
     except KeyboardInterrupt:  # a SIGINT before work() installed the worker's handlers: it had not started
         pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -13,7 +14,7 @@ import rq.job
 import rq.results
 
 import rqfast
-from rqfast import Queue, SimpleWorker
+from rqfast import Queue, SimpleWorker, capture
 from rqfast.capture import captured_output
 from rqfast.decorators import job as job_decorator
 from rqfast.defaults import OUTPUT_CAP
@@ -191,3 +192,25 @@ def test_a_stream_keeps_one_proxy() -> None:
     with captured_output():
         assert sys.stdout is first
     assert sys.stdout is not first
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='fork is what this is about')
+def test_a_child_forked_while_another_thread_writes_can_write() -> None:
+    holding, release = threading.Event(), threading.Event()
+
+    def write_slowly() -> None:
+        with capture._passing, capture._lock:  # as a thread passing a write on while the process forks
+            holding.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=write_slowly, daemon=True)
+    writer.start()
+    assert holding.wait(5)
+    pid = os.fork()
+    if pid == 0:  # the child: the writer thread is not here, so its locks must not be either
+        took = capture._passing.acquire(timeout=2) and capture._lock.acquire(timeout=2)
+        os._exit(0 if took else 1)
+    release.set()
+    writer.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, 'the child found the locks held by a thread it does not have'
