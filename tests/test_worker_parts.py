@@ -13,6 +13,7 @@ from rqfast.command import parse_payload
 from rqfast.status import WorkerStatus
 from rqfast.worker import workerhash
 from rqfast.worker.order import DequeueStrategy, QueueOrder
+from rqfast.worker.threads import Threads
 from rqfast.worker.upkeep import Upkeep, heartbeat_interval
 
 pytestmark = pytest.mark.timeout(30)
@@ -111,3 +112,28 @@ def test_a_stop_job_reaches_a_job_claimed_but_not_yet_taken_in(connection: redis
     connection.sadd(keys.worker_executions_key('w-stop'), 'job[1]*:x1', 'other:x2')
     assert worker.is_working_on('job[1]*') and worker.is_working_on('other')
     assert not worker.is_working_on('job') and not worker.is_working_on('job[1]') and not worker.is_working_on('oth')
+
+
+def test_closed_job_threads_end_free_ones_at_once_and_busy_ones_after_their_job() -> None:
+    reported: list[object] = []
+    quick_done, running, release = threading.Event(), threading.Event(), threading.Event()
+    threads = Threads('w', lambda token, done: (reported.append(token), quick_done.set()))
+
+    def slow() -> str:
+        running.set()
+        release.wait(10)
+        return 'done'
+
+    before = set(threading.enumerate())
+    threads.submit('slow', slow)
+    assert running.wait(5)
+    threads.submit('quick', lambda: 'done')  # a second thread: the first is busy
+    assert quick_done.wait(5)
+    ours = set(threading.enumerate()) - before
+    assert len(ours) == 2
+    threads.close()  # one thread free, one still running `slow`
+    release.set()
+    for thread in ours:
+        thread.join(5)
+    assert not any(thread.is_alive() for thread in ours), 'a job thread outlived its closed pool'
+    assert sorted(map(str, reported)) == ['quick', 'slow']

@@ -73,6 +73,7 @@ class Threads:
         self._lock = threading.Lock()
         self._free = 0
         self._started = 0
+        self._closed = False
 
     def submit(self, token: object, run: Callable[[], Any]) -> None:
         """Run `run` on a free thread; what it returns is reported (None: nothing to report)."""
@@ -97,11 +98,16 @@ class Threads:
                     self.report(token, done)
             finally:
                 with self._lock:
-                    self._free += 1
+                    closed = self._closed
+                    if not closed:
+                        self._free += 1
+            if closed:  # nobody will hand it work again
+                return
 
     def close(self) -> None:
-        """Ends the free threads (one still running a job ends with it: they are daemons)."""
+        """Ends the free threads now, and each busy one when its job is done."""
         with self._lock:
+            self._closed = True
             free, self._free = self._free, 0
         for _ in range(free):
             self._work.put(None)
