@@ -41,13 +41,13 @@ local function worker_started(w, started, ttl, c)
   local wkey, members = K.worker(w), {}
   for j = 1, #started, 2 do members[#members + 1] = started[j] .. ':' .. started[j + 1] end
   local added = redis.call('HSET', wkey, 'state', 'busy', 'current_job', started[#started - 1],
-    'current_job_working_time', 0, 'last_heartbeat', c.now_text)
+    'current_job_working_time', '0', 'last_heartbeat', c.now_text)
   -- RQ 3.0 readers find a worker's running jobs here, not in current_job; its TTL is the worker
   -- hash's, as RQ 3.0 leaves it once its start transaction is done
   redis.call('SADD', K.worker_executions(w), unpack(members))
   if not c.busy or added > 0 then
-    redis.call('EXPIRE', wkey, ttl)
-    redis.call('EXPIRE', K.worker_executions(w), ttl)
+    redis.call('EXPIRE', wkey, text(ttl))
+    redis.call('EXPIRE', K.worker_executions(w), text(ttl))
   end
 end
 
@@ -64,11 +64,13 @@ local function start_job(id, queue, w, x, c)
   local job = redis.pcall('HGETALL', key)
   if job.err then return nil, false, 'its job key is a ' .. redis.call('TYPE', key).ok .. ', not a hash' end
   if #job == 0 then return nil end
-  local timeout, prioritized, events, window = nil, false, nil, nil
+  local timeout, prioritized, events, window, ran = nil, false, nil, nil, false
   for j = 1, #job, 2 do
     local f = job[j]
     if f == 'timeout' then
       timeout = job[j + 1]
+    elseif f == 'started_at' then
+      ran = job[j + 1] ~= ''
     elseif f == 'priority' then
       prioritized = true
     elseif f == 'events' then
@@ -92,17 +94,20 @@ local function start_job(id, queue, w, x, c)
   local ttl = heartbeat_ttl(timeout, c.interval, c.grace)
   -- A job claimed again (from a queue) is run by this execution only: any earlier one still on
   -- record belongs to a worker that lost the job (paused past its deadline, then recovered) and is
-  -- fenced off here, so its late finish or heartbeat writes nothing.
-  for _, old in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do end_execution(id, queue, old) end
+  -- fenced off here, so its late finish or heartbeat writes nothing. A job never started (no
+  -- started_at: every start, RQ's included, writes it with its execution) has none to look for.
+  if ran then
+    for _, old in ipairs(redis.call('ZRANGE', K.executions(id), 0, -1)) do end_execution(id, queue, old) end
+  end
   redis.call('HSET', key, 'status', 'started', 'started_at', c.now_text, 'last_heartbeat', c.now_text,
     'worker_name', w)
   redis.call('PERSIST', key)
   local execution = K.execution(id, x)
   redis.call('HSET', execution, 'id', x, 'created_at', c.now_float, 'last_heartbeat', c.now_float, 'worker_name', w)
-  redis.call('EXPIRE', execution, ttl)
-  redis.call('ZADD', K.executions(id), c.now_int + ttl + c.grace, x)
-  redis.call('EXPIRE', K.executions(id), ttl + c.grace)
-  redis.call('ZADD', K.started(queue), c.now_int + ttl, id .. ':' .. x)
+  redis.call('EXPIRE', execution, text(ttl))
+  redis.call('ZADD', K.executions(id), text(c.now_int + ttl + c.grace), x)
+  redis.call('EXPIRE', K.executions(id), text(ttl + c.grace))
+  redis.call('ZADD', K.started(queue), text(c.now_int + ttl), id .. ':' .. x)
   job_event(events, queue, 'started', id, w)
   if w ~= '' and c.started then
     c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end

@@ -68,6 +68,33 @@ local function use_prefix(prefix)
   end
 end
 
+-- Number conversions kept per server (bounded), as tonumber's strtod and redis.call's snprintf of a
+-- Lua number cost more than a small command: a worker's calls repeat the same few numbers.
+local NUMBERS, NUMBERS_KEPT, TEXTS, TEXTS_KEPT = {}, 0, {}, 0
+local MEMO_SIZE = 2 ^ 8  -- (a bound on memory, not a tunable: emptied when full)
+
+local function num(s)
+  local n = NUMBERS[s]
+  if n == nil then
+    n = tonumber(s)
+    if n == nil then return nil end
+    if NUMBERS_KEPT >= MEMO_SIZE then NUMBERS, NUMBERS_KEPT = {}, 0 end
+    NUMBERS[s], NUMBERS_KEPT = n, NUMBERS_KEPT + 1
+  end
+  return n
+end
+
+-- An integer as redis.call's argument text.
+local function text(n)
+  local s = TEXTS[n]
+  if s == nil then
+    s = string.format('%d', n)
+    if TEXTS_KEPT >= MEMO_SIZE then TEXTS, TEXTS_KEPT = {}, 0 end
+    TEXTS[n], TEXTS_KEPT = s, TEXTS_KEPT + 1
+  end
+  return s
+end
+
 -- A script (EVAL/EVALSHA) has its ARGV now; a function library has none while it loads (its ARGV is a
 -- local the library declares, set per call).
 if ARGV then use_prefix(ARGV[1]) end

@@ -20,17 +20,16 @@ local function finish_one(args, offset)
   at = at + 6
   local counter, working_time, stream_ttl, maxlen = unpack(args, at, at + 3)
   at = at + 4
-  local fields_at, fields_n = at + 1, 2 * tonumber(args[at])  -- (HSET and XADD unpack them from args: no copy)
+  local fields_at, fields_n = at + 1, 2 * num(args[at])  -- (HSET and XADD unpack them from args: no copy)
   at = fields_at + fields_n
-  local stream_at, stream_n = at + 1, 2 * tonumber(args[at])
+  local stream_at, stream_n = at + 1, 2 * num(args[at])
   at = stream_at + stream_n
   local claim, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, next_x = unpack(args, at, at + 7)
-  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = tonumber(interval),
-    grace = tonumber(grace), max_dropped = tonumber(max_dropped), max_id_len = tonumber(max_id_len),
-    window_guard = tonumber(window_guard)}
+  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = num(interval),
+    grace = num(grace), max_dropped = num(max_dropped), max_id_len = num(max_id_len), window_guard = num(window_guard)}
   claim = claim == '1'
   at = at + 8
-  local n_queues = tonumber(args[at])
+  local n_queues = num(args[at])
   local queues = {unpack(args, at + 1, at + n_queues)}
   at = at + n_queues
   local event, event_detail = args[at + 1], args[at + 2]
@@ -39,7 +38,7 @@ local function finish_one(args, offset)
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
   -- parent's status before its own writes.
-  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events')
+  local read = redis.call('HMGET', key, 'status', 'rate_limit_key', 'priority', 'events', 'dependency_ids')
   local status_before = read[1]
   local exists = status_before ~= false or redis.call('EXISTS', key) == 1
   local rl_key = rate_limit_key_of(id, exists, x, read[2])  -- RQ 3.0 rate limit: the slot is released below
@@ -87,7 +86,7 @@ local function finish_one(args, offset)
   if x ~= '' then end_execution(id, origin, x, x_deleted) end  -- (its index member: see answer)
   if w ~= '' then
     local wkey = K.worker(w)
-    if counter ~= '' then redis.call('HINCRBY', wkey, counter, 1) end
+    if counter ~= '' then redis.call('HINCRBY', wkey, counter, '1') end
     redis.call('HINCRBYFLOAT', wkey, 'total_working_time', working_time)
     -- current_job is replaced by the next claim, or HDELed by set_worker_idle below
   end
@@ -129,7 +128,7 @@ local function finish_one(args, offset)
       if group and group ~= '' then redis.call('SREM', K.group(group), id) end
       redis.call('DEL', key, K.dependents(id), K.dependencies(id), K.executions(id))
     elseif job_ttl ~= '' then
-      expire_job_keys(id, job_ttl, no_dependents)
+      expire_job_keys(id, job_ttl, no_dependents, not read[5] or read[5] == '')
     end
   end
 

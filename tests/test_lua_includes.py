@@ -97,7 +97,7 @@ def test_scripts_carry_only_their_includes() -> None:
     assert _source(LUA, 'release_lock') == (LUA / 'release_lock.lua').read_text()
     for name in SCRIPTS:
         text = _source(LUA, name)
-        assert len(text) < 50_000
+        assert len(text) < 60_000  # (sent once per server, FUNCTION LOAD or SCRIPT LOAD: a bound, not a cost)
         for other in SCRIPTS:
             if other != name:
                 assert (LUA / f'{other}.lua').read_text() not in text, f'{name} carries {other}.lua'
