@@ -53,9 +53,8 @@ local function finish_one(args, offset)
   -- The answer once the outcome is written (or fenced off): the next claim or none, 8th c.plain (see
   -- claim_job.lua). The ended execution leaves the worker's executions index after the next joined it.
   local function answer(recorded)
-    local reply = {false, false, false, {}, 0, {}}
     c.busy = w ~= '' and x ~= ''
-    if claim then reply = claim_next(queues, w, next_x, c) end
+    local reply = claim and claim_next(queues, w, next_x, c) or {false, false, false, {}, 0, {}}
     if x ~= '' then forget_worker_execution(id, x, w) end
     if not reply[1] then set_worker_idle(w, c, idle_ttl) end  -- (no claim asked: reply[1] is false)
     reply[7], reply[8] = recorded, c.plain and not reply[1] and 1 or 0
