@@ -108,7 +108,7 @@ local function start_job(id, queue, w, x, c)
   redis.call('ZADD', K.executions(id), text(c.now_int + ttl + c.grace), x)
   redis.call('EXPIRE', K.executions(id), text(ttl + c.grace))
   redis.call('ZADD', K.started(queue), text(c.now_int + ttl), id .. ':' .. x)
-  job_event(events, queue, 'started', id, w)
+  if events then job_event(events, queue, 'started', id, w) end  -- (rqfast's events: a job of Queue(events=...))
   if w ~= '' and c.started then
     c.started[#c.started + 1] = id  -- several claims in one call: the worker's writes once, at the end
     c.started[#c.started + 1] = x

@@ -131,7 +131,7 @@ local function finish_one(args, offset)
     end
   end
 
-  rate_limit_release(id, rl_key, c.now_int, c.now_text)  -- nothing for a job without a rate limit
+  if rl_key then rate_limit_release(id, rl_key, c.now_int, c.now_text) end  -- (RQ 3.0's rate limits)
   if fence ~= '' then return {false, false, false, {}, 0, {}, 1} end
   return answer(1)
 end
