@@ -11,29 +11,69 @@
 --@include _dependents.lua
 --@include _claim.lua
 
+-- An outcome's shape (finish_job.lua's ARGV[10]): its constants and the claim's, each ended by a
+-- newline, read once per server for each shape a worker sends (a function library keeps them; a
+-- script reads it on every call), rather than as a dozen arguments per call: each argument costs the
+-- server more to take in than to read from a kept table. Its fields: see finish_job.lua.
+local SHAPES, SHAPES_KEPT = {}, 0
+
+local function outcome_shape(text)
+  local shape = SHAPES[text]
+  if shape then return shape end
+  local tokens, i = {}, 0
+  for token in string.gmatch(text, '([^\n]*)\n') do tokens[#tokens + 1] = token end
+  local function take(n)  -- the next n tokens
+    i = i + n
+    return unpack(tokens, i - n + 1, i)
+  end
+  shape = {}
+  shape.registry, shape.job_ttl, shape.release_as, shape.put_back, shape.counter = take(5)
+  shape.stream_ttl, shape.maxlen, shape.event, shape.claim = take(4)
+  shape.claim = shape.claim == '1'
+  local interval, grace, max_dropped, max_id_len, window_guard = take(5)
+  shape.interval, shape.grace, shape.max_dropped = tonumber(interval), tonumber(grace), tonumber(max_dropped)
+  shape.max_id_len, shape.window_guard, shape.idle_ttl = tonumber(max_id_len), tonumber(window_guard), take(1)
+  shape.n_fields = tonumber(take(1))
+  shape.fields = {take(shape.n_fields)}
+  shape.n_stream = tonumber(take(1))
+  shape.stream = {take(shape.n_stream)}
+  if SHAPES_KEPT >= MEMO_SIZE then SHAPES, SHAPES_KEPT = {}, 0 end
+  SHAPES[text], SHAPES_KEPT = shape, SHAPES_KEPT + 1
+  return shape
+end
+
+-- A command's field/value pairs, flat: `names` (a list kept with its shape, see outcome_shape, with the
+-- names in place from its first use) and args[at], args[at + 1], ... as their values. The list is the
+-- shape's own, reused by every call that sends the shape (a call runs alone: nothing else reads it).
+local function pairs_of(names, args, at)
+  local n = names.n
+  if not n then
+    n = #names
+    for i = n, 1, -1 do names[2 * i - 1], names[2 * i] = names[i], false end
+    names.n = n
+  end
+  for i = 1, n do names[2 * i] = args[at + i - 1] end
+  return names
+end
+
 local function finish_one(args, offset)
   -- (positions read directly, not with argv_reader: this runs once per job, once per outcome in a batch)
   local at = 2 + offset
   local w, now_text, now_float, now_int, id, origin, x, fence = unpack(args, at, at + 7)
   at = at + 8
-  local registry, registry_score, job_ttl, release_as, put_back, schedule_score = unpack(args, at, at + 5)
-  at = at + 6
-  local counter, working_time, stream_ttl, maxlen = unpack(args, at, at + 3)
-  at = at + 4
-  local fields_at, fields_n = at + 1, 2 * num(args[at])  -- (HSET and XADD unpack them from args: no copy)
-  at = fields_at + fields_n
-  local stream_at, stream_n = at + 1, 2 * num(args[at])
+  local shape = outcome_shape(args[at])
+  local registry_score, schedule_score, working_time = unpack(args, at + 1, at + 3)
+  local registry, job_ttl, release_as, put_back = shape.registry, shape.job_ttl, shape.release_as, shape.put_back
+  local counter, stream_ttl, maxlen = shape.counter, shape.stream_ttl, shape.maxlen
+  local claim, idle_ttl = shape.claim, shape.idle_ttl
+  local fields_at, fields_n = at + 4, shape.n_fields
+  local stream_at, stream_n = fields_at + fields_n, shape.n_stream
   at = stream_at + stream_n
-  local claim, interval, grace, max_dropped, max_id_len, window_guard, idle_ttl, next_x = unpack(args, at, at + 7)
-  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = num(interval),
-    grace = num(grace), max_dropped = num(max_dropped), max_id_len = num(max_id_len), window_guard = num(window_guard)}
-  claim = claim == '1'
-  at = at + 8
-  local n_queues = num(args[at])
-  local queues = {unpack(args, at + 1, at + n_queues)}
-  at = at + n_queues
-  local event, event_detail = args[at + 1], args[at + 2]
-  event = event or ''
+  local next_x, n_queues = args[at], num(args[at + 1])
+  local queues = {unpack(args, at + 2, at + 1 + n_queues)}
+  local event, event_detail = shape.event, args[at + 2 + n_queues] or ''
+  local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = shape.interval,
+    grace = shape.grace, max_dropped = shape.max_dropped, max_id_len = shape.max_id_len, window_guard = shape.window_guard}
 
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
@@ -92,13 +132,13 @@ local function finish_one(args, offset)
 
   -- A job deleted while it ran (job.delete(), or its TTL) is not brought back to life.
   if exists then
-    if fields_n > 0 then redis.call('HSET', key, unpack(args, fields_at, fields_at + fields_n - 1)) end
+    if fields_n > 0 then redis.call('HSET', key, unpack(pairs_of(shape.fields, args, fields_at))) end
     if event ~= '' and tonumber(read[4]) then  -- (the job's worker: read only for an event with no worker)
       job_event(read[4], origin, event, id, w ~= '' and w or redis.call('HGET', key, 'worker_name'), event_detail)
     end
     if stream_n > 0 then
       local results = K.results(id)
-      redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(args, stream_at, stream_at + stream_n - 1))
+      redis.call('XADD', results, 'MAXLEN', '~', maxlen, '*', unpack(pairs_of(shape.stream, args, stream_at)))
       if stream_ttl == '-1' then
         redis.call('PERSIST', results)
       elseif stream_ttl ~= '' then

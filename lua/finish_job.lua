@@ -17,24 +17,24 @@
 --   (maintenance recording an abandoned job): the outcome is recorded only while the job is still
 --   "started" and the member is still in its queue's started registry; the member goes either way,
 --   and with a recorded outcome the execution ends (so its worker, if it wakes up, is fenced off)
--- ARGV[10] registry to add the job to: "finished", "failed" or ""
--- ARGV[11] that registry's score ("+inf" allowed)
--- ARGV[12] job key TTL: "" leave, "delete" delete the job (result_ttl 0; it leaves its group),
---   "persist", or seconds
--- ARGV[13] release dependents as the parent's status: "finished", "failed" or "" (none)
--- ARGV[14] put the job back: "" no, "queue", "front" (LPUSH) or "schedule"
--- ARGV[15] the scheduled registry score for "schedule"
--- ARGV[16] worker counter to increment: "successful_job_count", "failed_job_count" or ""
--- ARGV[17] working time in seconds (HINCRBYFLOAT total_working_time)
--- ARGV[18] result stream TTL: "" leave, "-1" PERSIST, or seconds to EXPIRE
--- ARGV[19] result stream length (XADD MAXLEN ~)
--- ARGV[20] n job hash fields, then field, value, ...   (HSET on the job)
--- then n result stream fields, then field, value, ...  (XADD; n = 0 writes no entry)
--- then: claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job
---   hash to drop, longest usable job id, window rate limits' slack (see window_take), worker idle
---   TTL, new execution id, n queues, queue names...
--- then (optional) the outcome's event name and detail for rqfast's events (job_event in _events.lua:
---   written only for a job whose hash holds `events`; "" or absent: none)
+-- ARGV[10] the outcome's shape: these, each followed by a newline (read once per server per shape: see
+--   outcome_shape in _finish.lua; rqfast/workerscripts.py makes it):
+--   registry to add the job to: "finished", "failed" or "";
+--   job key TTL: "" leave, "delete" delete the job (result_ttl 0; it leaves its group), "persist", or seconds;
+--   release dependents as the parent's status: "finished", "failed" or "" (none);
+--   put the job back: "" no, "queue", "front" (LPUSH) or "schedule";
+--   worker counter to increment: "successful_job_count", "failed_job_count" or "";
+--   result stream TTL: "" leave, "-1" PERSIST, or seconds to EXPIRE; result stream length (XADD MAXLEN ~);
+--   the outcome's event name for rqfast's events (job_event in _events.lua: written only for a job whose
+--   hash holds `events`; "": none);
+--   claim next ("1"/"0"), job monitoring interval, heartbeat grace (s), most ids without a job hash to
+--   drop, longest usable job id, window rate limits' slack (see window_take), worker idle TTL;
+--   n job hash fields, their names (HSET on the job); n result stream fields, their names (XADD; 0
+--   writes no entry)
+-- ARGV[11] the registry's score ("+inf" allowed), ARGV[12] the scheduled registry score for "schedule",
+-- ARGV[13] working time in seconds (HINCRBYFLOAT total_working_time)
+-- then the job hash fields' values, then the result stream fields' values (as many as the shape names)
+-- then: new execution id, n queues, queue names..., then (optional) the event's detail
 -- Returns: the claim_job.lua answer for the next job, or {false, false, false, {}, 0, {}} when no
 -- claim was asked; then a 7th element: 1 if the outcome was recorded, 0 if a fence held it off; then an
 -- 8th: 1 if a claim was asked, found nothing, and needed no check (as claim_job.lua's 8th).

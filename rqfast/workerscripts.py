@@ -7,6 +7,7 @@ rq.scripts functions).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .defaults import (
@@ -109,65 +110,54 @@ def finish_job(
     With a `fence` (a started-registry member), only while that member and the job's started status hold.
     With a caller's `pipeline`, the call is queued into it (no answer: None).
     """
-    args = _outcome_args(worker_name, times, job_id, queue, execution_id, fence, plan, working_time)
-    args.extend(_claim_tail(claim_next, monitoring_interval, grace, idle_ttl, next_execution_id, queues))
-    args.extend((plan.event, plan.event_detail))
+    shape = outcome_shape(plan, claim_next, monitoring_interval, grace, idle_ttl)
+    args = [worker_name, *times, *_outcome_rest(job_id, queue, execution_id, fence, plan, working_time, shape)]
+    args.extend((next_execution_id, len(queues), *queues, plan.event_detail))
     if pipeline is not None:
         script('finish_job').queue(pipeline, args)
         return None
     return ClaimReply(*script('finish_job')(connection, args))
 
 
-def _outcome_args(
-    worker_name: str,
-    times: list[Value],
-    job_id: str,
-    queue: str,
-    execution_id: str,
-    fence: str,
-    plan: Plan,
-    working_time: float,
-) -> list[Value]:
-    """finish_job.lua's ARGV[2] up to its result stream fields: one outcome."""
-    return [worker_name, *times, *_outcome_rest(job_id, queue, execution_id, fence, plan, working_time)]
-
-
 def _outcome_rest(
-    job_id: str, queue: str, execution_id: str, fence: str, plan: Plan, working_time: float
+    job_id: str, queue: str, execution_id: str, fence: str, plan: Plan, working_time: float, shape: str
 ) -> list[Value]:
-    """_outcome_args after the worker name and the times: what does not depend on the call."""
-    args: list[Value] = [
+    """finish_job.lua's ARGV after the worker name and the times, up to the next claim's execution id."""
+    return [
         job_id,
         queue,
         execution_id,
         fence,
-        plan.registry,
+        shape,
         plan.registry_score,
-        plan.job_ttl,
-        plan.release_as,
-        plan.put_back,
         plan.schedule_score,
-        plan.counter,
         repr(float(working_time)),
-        plan.stream_ttl,
-        RESULTS_MAXLEN,
-        len(plan.fields),
+        *plan.fields.values(),
+        *plan.stream.values(),
     ]
-    for name, value in plan.fields.items():
-        args.extend((name, value))
-    args.append(len(plan.stream))
-    for name, value in plan.stream.items():
-        args.extend((name, value))
-    return args
 
 
-def _claim_tail(
-    claim_next: bool, monitoring_interval: int, grace: int, idle_ttl: int, execution_id: str, queues: list[str]
-) -> list[Value]:
-    """finish_job.lua's ARGV after the outcome: the next claim."""
-    tail = [int(claim_next), monitoring_interval, grace, MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD]
-    tail.append(idle_ttl)
-    return [*tail, execution_id, len(queues), *queues]
+def outcome_shape(plan: Plan, claim_next: bool, monitoring_interval: int, grace: int, idle_ttl: int) -> str:
+    """finish_job.lua's ARGV[10]: the outcome's constants and the claim's, a newline after each (the
+    script reads a shape once per server: a worker sends the same few, call after call)."""
+    outcome = (plan.registry, plan.job_ttl, plan.release_as, plan.put_back, plan.counter, plan.stream_ttl)
+    claim = (int(claim_next), monitoring_interval, grace, idle_ttl)
+    return _shape(outcome, plan.event, claim, tuple(plan.fields), tuple(plan.stream))
+
+
+@lru_cache(maxsize=256)
+def _shape(
+    outcome: tuple[Value, ...], event: str, claim: tuple[int, ...], fields: tuple[str, ...], stream: tuple[str, ...]
+) -> str:
+    claim_next, monitoring_interval, grace, idle_ttl = claim
+    tokens: list[Value] = [*outcome, RESULTS_MAXLEN, event, claim_next, monitoring_interval, grace]
+    tokens += [MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD, idle_ttl]
+    tokens += [len(fields), *fields, len(stream), *stream]
+    texts = [t.decode() if isinstance(t, bytes) else repr(t) if isinstance(t, float) else str(t) for t in tokens]
+    for text in texts:
+        if '\n' in text:
+            raise ValueError(f'rqfast: an outcome field name or setting holds a newline: {text!r}')
+    return ''.join(f'{text}\n' for text in texts)
 
 
 TIMES = 3  # the times every worker script takes (engine._times): UTC text, float epoch, integer epoch
@@ -192,9 +182,9 @@ def batch_outcome(
     grace: int = JOB_HEARTBEAT_GRACE,
 ) -> BatchOutcome:
     """Made where the job ran, so that the worker's loop thread only joins them (finish_jobs)."""
-    rest = _outcome_rest(job_id, queue, execution_id, '', plan, working_time)
-    rest.extend(_claim_tail(False, monitoring_interval, grace, 0, '', []))
-    rest.extend((plan.event, plan.event_detail))  # (always: finish_jobs reads this outcome's span in full)
+    shape = outcome_shape(plan, False, monitoring_interval, grace, 0)
+    rest = _outcome_rest(job_id, queue, execution_id, '', plan, working_time, shape)
+    rest.extend(('', 0, plan.event_detail))  # no claim: no execution id, no queue; the event's detail
     # the outcome's own header, then finish_job.lua's ARGV from 2: count, worker name "" (times follow)
     head: list[Value] = [job_id, execution_id, plan.counter, repr(float(working_time)), 1 + TIMES + len(rest), '']
     head_packed, rest_packed = packed(head), packed(rest)

@@ -7,10 +7,13 @@ executions of a job never started) is left out, and kept where the job needs it.
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from rqfast import Queue
+from rqfast.scriptrecords import Plan
 from rqfast.worker import SimpleWorker
+from rqfast.workerscripts import outcome_shape
 
 try:
     import jobs
@@ -97,3 +100,28 @@ def test_a_job_started_before_has_its_earlier_execution_fenced_off_when_claimed_
     assert job.get_status(refresh=True) == 'finished'
     assert not redis_conn.exists(stale)
     assert redis_conn.zscore(f'rq:executions:{job.id}', 'old') is None
+
+
+def test_jobs_finished_with_the_same_shape_each_get_their_own_values(redis_conn: redis.Redis) -> None:
+    """An outcome's names and constants are read once per server (its shape); its values are each call's."""
+    queue = Queue('inner', connection=redis_conn)
+    jobs_enqueued = [queue.enqueue(jobs.say_hello, str(n)) for n in range(3)]
+    SimpleWorker([queue], connection=redis_conn).work(burst=True, logging_level='WARNING')
+
+    ended = set()
+    executions = set()
+    for job in jobs_enqueued:
+        job.refresh()
+        assert job.get_status() == 'finished' and job.return_value() == f'Hi there, {job.args[0]}!'
+        ended.add(redis_conn.hget(job.key, 'ended_at'))
+        result = job.latest_result()
+        assert result is not None
+        executions.add(redis_conn.xrange(f'rq:results:{job.id}')[0][1][b'execution_id'])
+    assert len(ended) == 3 and len(executions) == 3
+
+
+def test_an_outcome_name_with_a_newline_is_refused_before_redis_is_touched() -> None:
+    plan = Plan(registry='finished', fields={'status': 'finished'})
+    assert outcome_shape(plan, True, 30, 10, 480).startswith('finished\n')
+    with pytest.raises(ValueError, match='newline'):
+        outcome_shape(Plan(fields={'sta\ntus': 'finished'}), True, 30, 10, 480)
