@@ -102,11 +102,11 @@ local function start_job(id, queue, w, x, c)
   redis.call('HSET', key, 'status', 'started', 'started_at', c.now_text, 'last_heartbeat', c.now_text,
     'worker_name', w)
   redis.call('PERSIST', key)
-  local execution = K.execution(id, x)
+  local execution, executions = K.execution(id, x), K.executions(id)
   redis.call('HSET', execution, 'id', x, 'created_at', c.now_float, 'last_heartbeat', c.now_float, 'worker_name', w)
   redis.call('EXPIRE', execution, text(ttl))
-  redis.call('ZADD', K.executions(id), text(c.now_int + ttl + c.grace), x)
-  redis.call('EXPIRE', K.executions(id), text(ttl + c.grace))
+  redis.call('ZADD', executions, text(c.now_int + ttl + c.grace), x)
+  redis.call('EXPIRE', executions, text(ttl + c.grace))
   redis.call('ZADD', K.started(queue), text(c.now_int + ttl), id .. ':' .. x)
   if events then job_event(events, queue, 'started', id, w) end  -- (rqfast's events: a job of Queue(events=...))
   if w ~= '' and c.started then
@@ -176,6 +176,8 @@ local function plain_claim(queues, c)
   return c.plain
 end
 
+local NONE_PAUSED = {}  -- (read only)
+
 -- Pops and starts the first available job from `queues` (in order), a queue's priority lanes first
 -- (pop_prioritized). Ids without a job hash are dropped (returned, for the worker to log); ids outside
 -- RQ's pattern, longer than c.max_id_len or whose job key is not a hash are dead-lettered (returned
@@ -191,7 +193,7 @@ local function claim_next(queues, w, x, c)
   if not plain and not c.unsuspended and redis.call('EXISTS', PREFIX .. 'suspended') == 1 then
     return {false, false, false, dropped, 1, dead}
   end
-  local paused = plain and {} or paused_queues(c)
+  local paused = plain and NONE_PAUSED or paused_queues(c)
   for _, queue in ipairs(queues) do
     while not paused[queue] do
       local id = (not plain and pop_prioritized(queue, c)) or redis.call('LPOP', K.queue(queue))

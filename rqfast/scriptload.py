@@ -79,22 +79,33 @@ def _parts(directory: Path, name: str) -> dict[str, str]:
 FUNCTION_PREFIX = 'rqfast_'
 
 
+# The globals the scripts read, as the library's locals: a function's globals table is empty, each
+# read of a global a miss there and a second lookup through its metatable, some sixty per job. They
+# are nil while the library loads (it registers through `loading`, the loading API's `redis`, and reads
+# no other global then); the first call sets them.
+_API = 'redis, unpack, tonumber, tostring, ipairs, pairs, string, table, math, setmetatable, type, pcall, error'
+
+
 def _library(name: str, parts: dict[str, str], function: str) -> str:
     """Script `name` as a Redis function library (FUNCTION LOAD) holding one function, `function`: the
     included files run once, when the library loads (their helpers defined once per server rather than
     once per call); the script's own text is the function's body, run per call with KEYS and ARGV set
-    as EVALSHA sets them (locals of the library here) and the key table of the call's prefix
-    (use_prefix, lua/_common.lua)."""
+    as EVALSHA sets them (locals of the library here), the globals it reads as locals too (_API) and
+    the key table of the call's prefix (use_prefix, lua/_common.lua)."""
     *helpers, own = parts.values()
     prefix = '  use_prefix(args[1])\n' if '_common.lua' in parts else ''
     return (
         f'#!lua name={function}\n'
+        'local loading = redis\n'
+        f'local function api() return {_API} end\n'
+        f'local {_API}\n'
         'local KEYS, ARGV\n'
         + ''.join(helpers)
         + 'local function main()\n'
         + own
         + 'end\n'
-        + f"redis.register_function{{function_name='{function}', callback=function(keys, args)\n"
+        + f"loading.register_function{{function_name='{function}', callback=function(keys, args)\n"
+        + f'  if not unpack then {_API} = api() end\n'
         + '  KEYS, ARGV = keys, args\n'
         + prefix
         + '  return main()\n'
