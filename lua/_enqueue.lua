@@ -8,6 +8,29 @@
 --@include _lanes.lua
 --@include _rate_limit.lua
 
+-- A record's field names (enqueue_jobs.lua's record layout), read once per server for each shape (a
+-- function library keeps them: jobs of one kind repeat a shape; a script reads it on every call): the
+-- HSET's template {'status', <slot>, name, <value or "">, ...} and the slots the record's values fill.
+local RECORD_SHAPES, RECORD_SHAPES_KEPT = {}, 0
+
+local function record_shape(text)
+  local shape = RECORD_SHAPES[text]
+  if shape then return shape end
+  shape = {template = {'status', false}, slots = {}}
+  for name in string.gmatch(text, '([^\n]*)\n') do
+    local n = #shape.template
+    if string.sub(name, -1) == '=' then
+      shape.template[n + 1], shape.template[n + 2] = string.sub(name, 1, -2), ''
+    else
+      shape.template[n + 1], shape.template[n + 2] = name, false
+      shape.slots[#shape.slots + 1] = n + 2
+    end
+  end
+  if RECORD_SHAPES_KEPT >= MEMO_SIZE then RECORD_SHAPES, RECORD_SHAPES_KEPT = {}, 0 end
+  RECORD_SHAPES[text], RECORD_SHAPES_KEPT = shape, RECORD_SHAPES_KEPT + 1
+  return shape
+end
+
 local function enqueue_jobs()
   local queue = ARGV[2]
   local now_text = ARGV[3]
@@ -131,9 +154,10 @@ local function enqueue_jobs()
     local deps = {}
     for d = 1, n_deps do deps[d] = ARGV[i + d - 1] end
     i = i + n_deps
-    local n_fields = tonumber(ARGV[i])
-    local fields = {'status', false, unpack(ARGV, i + 1, i + 2 * n_fields)}  -- (store() fills the slot)
-    i = i + 1 + 2 * n_fields
+    local shape = record_shape(ARGV[i])
+    local fields = {unpack(shape.template)}  -- (store() fills the status slot)
+    for j, slot in ipairs(shape.slots) do fields[slot] = ARGV[i + j] end
+    i = i + 1 + #shape.slots
     if unique and redis.call('EXISTS', K.job(id)) == 1 then
       results[n] = 'duplicate'
     else

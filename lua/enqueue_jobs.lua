@@ -13,7 +13,9 @@
 --   as RQ's Group.enqueue_many does in the enqueue's MULTI ("" for none)
 -- ARGV[6] number of jobs; then, per job, one record:
 --   id, mode, at_front ("0"/"1"), unique ("0"/"1"), ttl ("" or seconds), score ("" or epoch),
---   allow_failure ("0"/"1": a failed dependency counts as met), n_deps, dep ids..., n_fields, field, value, ...
+--   allow_failure ("0"/"1": a failed dependency counts as met), n_deps, dep ids..., the fields' shape
+--   (their names in order, each followed by a newline; a name ending in "=" has an empty value, sent
+--   as no argument: see record_shape in _enqueue.lua), then the other fields' values in order
 --   mode: "queue"  enqueue; deferred instead when a dependency exists and is not finished
 --   (a job that is queued or stored, in any mode, leaves the queue's deferred registry)
 --         "requeue" out of the failed registry and back onto the queue (nothing when not in it)

@@ -8,6 +8,7 @@ ARGV order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from . import tracing
@@ -90,9 +91,16 @@ class EnqueueRecord:
 
     def argv(self) -> list[Value]:
         """The record as enqueue_jobs.lua reads it: id, mode, at_front, unique, ttl, score, allow_failure,
-        the dependency ids (counted), the fields (counted, then name, value, ...)."""
+        the dependency ids (counted), the fields' shape (fields_shape), the fields' values but the empty."""
         dependency_ids, fields = self.dependency_ids, self.fields
-        argv: list[Value] = [
+        values: list[Value] = []
+        empty: list[str] = []
+        for name, value in fields.items():
+            if value == '' or value == b'':
+                empty.append(name)
+            else:
+                values.append(value)
+        return [
             self.job_id,
             self.mode,
             int(self.at_front),
@@ -102,11 +110,20 @@ class EnqueueRecord:
             int(self.allow_failure),
             len(dependency_ids),
             *dependency_ids,
-            len(fields),
+            fields_shape(tuple(fields), tuple(empty)),
+            *values,
         ]
-        for pair in fields.items():  # (faster than chain.from_iterable: 0.15 µs a job)
-            argv += pair
-        return argv
+
+
+@lru_cache(maxsize=256)
+def fields_shape(names: tuple[str, ...], empty: tuple[str, ...]) -> str:
+    """A record's field names in order, a newline after each, `=` ending those whose value is empty (sent
+    as no argument): enqueue_jobs.lua reads a shape once per server, as jobs of one kind repeat it."""
+    for name in names:
+        if '\n' in name or name.endswith('='):
+            raise ValueError(f'rqfast: a job hash field name with a newline or a final "=": {name!r}')
+    blank = set(empty)
+    return ''.join(f'{name}=\n' if name in blank else f'{name}\n' for name in names)
 
 
 @dataclass(slots=True)

@@ -1,9 +1,10 @@
 """The typed records the Lua scripts take: an EnqueueRecord names its fields and renders
-lua/enqueue_jobs.lua's ARGV for one job (the layout its header documents), byte for byte what the
-flat list it replaced carried."""
+lua/enqueue_jobs.lua's ARGV for one job (the layout its header documents): its field names as one
+shape, its values but the empty ones."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from rqfast import Queue, scripts
@@ -23,11 +24,35 @@ def test_argv_is_enqueue_jobs_layout() -> None:
         dependency_ids=('d1', 'd2'),
     )
 
-    assert record.argv() == ['j1', 'batch', 1, 0, 50, '', 1, 2, 'd1', 'd2', 2, 'priority', 3, 'data', b'x']
+    assert record.argv() == ['j1', 'batch', 1, 0, 50, '', 1, 2, 'd1', 'd2', 'priority\ndata\n', 3, b'x']
+
+
+def test_empty_values_are_in_the_shape_and_sent_as_no_argument() -> None:
+    record = EnqueueRecord('j', 'queue', {'a': '', 'b': 0, 'c': b'', 'd': 'x'})
+
+    assert record.argv()[8:] == ['a=\nb\nc=\nd\n', 0, 'x']
+
+
+def test_a_field_name_the_shape_cannot_carry_is_refused() -> None:
+    for name in ('bad\nname', 'bad='):
+        with pytest.raises(ValueError, match='field name'):
+            EnqueueRecord('j', 'queue', {name: 'x'}).argv()
+
+
+def test_records_of_one_shape_store_each_their_own_values(connection: redis.Redis) -> None:
+    moment = now()
+    records = [EnqueueRecord(f's{n}', 'queue', {'origin': 'shq', 'data': f'd{n}', 'meta': ''}) for n in range(3)]
+    statuses = scripts.enqueue_jobs(connection, 'shq', utcformat(moment), epoch_seconds(moment), records)
+
+    assert statuses == ['queued'] * 3
+    for n in range(3):
+        stored = connection.hgetall(f'rq:job:s{n}')
+        assert list(stored) == [b'status', b'origin', b'data', b'meta', b'enqueued_at']
+        assert (stored[b'data'], stored[b'meta'], stored[b'origin']) == (f'd{n}'.encode(), b'', b'shq')
 
 
 def test_argv_sends_an_empty_ttl_and_score_for_none() -> None:
-    assert EnqueueRecord('j', 'queue', {}).argv() == ['j', 'queue', 0, 0, '', '', 0, 0, 0]
+    assert EnqueueRecord('j', 'queue', {}).argv() == ['j', 'queue', 0, 0, '', '', 0, 0, '']
     assert EnqueueRecord('j', 'schedule', {}, unique=True, ttl=0, score=0).argv()[2:7] == [0, 1, '', 0, 0]
 
 
@@ -52,7 +77,7 @@ def test_with_field_writes_one_more_field_last_in_a_new_record(connection: redis
     statuses = scripts.enqueue_jobs(connection, 'recq', utcformat(moment), epoch_seconds(moment), [signed])
 
     assert 'extra' not in record.fields and list(signed.fields)[-1] == 'extra'
-    assert signed.argv()[-2:] == ['extra', 'yes'] and signed.argv()[8] == len(record.fields) + 1
+    assert signed.argv()[-1] == 'yes' and signed.argv()[8].endswith('\nextra\n')
     assert statuses == ['queued']
     assert connection.hget('rq:job:wf', 'extra') == b'yes'
     assert Queue('recq', connection=connection).job_ids == ['wf']
