@@ -56,6 +56,9 @@ local function pairs_of(names, args, at)
   return names
 end
 
+-- finish_one's answer when no claim was asked, by `recorded` (read only: returned as they are).
+local NO_CLAIM = {[0] = {false, false, false, {}, 0, {}, 0, 0}, [1] = {false, false, false, {}, 0, {}, 1, 0}}
+
 local function finish_one(args, offset)
   -- (positions read directly, not with argv_reader: this runs once per job, once per outcome in a batch)
   local at = 2 + offset
@@ -93,8 +96,13 @@ local function finish_one(args, offset)
   -- The answer once the outcome is written (or fenced off): the next claim or none, 8th c.plain (see
   -- claim_job.lua). The ended execution leaves the worker's executions index after the next joined it.
   local function answer(recorded)
+    if not claim then  -- (an outcome of a batch, the sync path's, maintenance's)
+      if x ~= '' then forget_worker_execution(id, x, w) end
+      set_worker_idle(w, c, idle_ttl)
+      return NO_CLAIM[recorded]
+    end
     c.busy = w ~= '' and x ~= ''
-    local reply = claim and claim_next(queues, w, next_x, c) or {false, false, false, {}, 0, {}}
+    local reply = claim_next(queues, w, next_x, c)
     if x ~= '' then forget_worker_execution(id, x, w) end
     if not reply[1] then set_worker_idle(w, c, idle_ttl) end  -- (no claim asked: reply[1] is false)
     reply[7], reply[8] = recorded, c.plain and not reply[1] and 1 or 0
