@@ -76,7 +76,8 @@ local function finish_one(args, offset)
   local queues = {unpack(args, at + 2, at + 1 + n_queues)}
   local event, event_detail = shape.event, args[at + 2 + n_queues] or ''
   local c = {now_text = now_text, now_float = now_float, now_int = tonumber(now_int), interval = shape.interval,
-    grace = shape.grace, max_dropped = shape.max_dropped, max_id_len = shape.max_id_len, window_guard = shape.window_guard}
+    grace = shape.grace, max_dropped = shape.max_dropped, max_id_len = shape.max_id_len,
+    window_guard = shape.window_guard}
 
   local key = K.job(id)
   -- A job canceled (or stopped) while it ran releases no dependents, as in RQ, which reads the
@@ -104,7 +105,7 @@ local function finish_one(args, offset)
     c.busy = w ~= '' and x ~= ''
     local reply = claim_next(queues, w, next_x, c)
     if x ~= '' then forget_worker_execution(id, x, w) end
-    if not reply[1] then set_worker_idle(w, c, idle_ttl) end  -- (no claim asked: reply[1] is false)
+    if not reply[1] then set_worker_idle(w, c, idle_ttl) end
     reply[7], reply[8] = recorded, c.plain and not reply[1] and 1 or 0
     return reply
   end
