@@ -68,32 +68,29 @@ local function use_prefix(prefix)
   end
 end
 
--- Number conversions kept per server (bounded), as tonumber's strtod and redis.call's snprintf of a
--- Lua number cost more than a small command: a worker's calls repeat the same few numbers.
-local NUMBERS, NUMBERS_KEPT, TEXTS, TEXTS_KEPT = {}, 0, {}, 0
-local MEMO_SIZE = 2 ^ 8  -- (a bound on memory, not a tunable: emptied when full)
+-- `read` as a function of one argument whose answers are kept per server (a function library keeps
+-- them between calls; a script starts empty on every call), for what a worker's calls repeat: numbers
+-- (tonumber's strtod and redis.call's snprintf of a Lua number cost more than a small command) and the
+-- shapes of their arguments. Bounded: emptied when full. A nil answer is not kept.
+local MEMO_SIZE = 2 ^ 8  -- (a bound on memory, not a tunable)
 
-local function num(s)
-  local n = NUMBERS[s]
-  if n == nil then
-    n = tonumber(s)
-    if n == nil then return nil end
-    if NUMBERS_KEPT >= MEMO_SIZE then NUMBERS, NUMBERS_KEPT = {}, 0 end
-    NUMBERS[s], NUMBERS_KEPT = n, NUMBERS_KEPT + 1
+local function kept(read)
+  local answers, count = {}, 0
+  return function(key)
+    local answer = answers[key]
+    if answer == nil then
+      answer = read(key)
+      if answer == nil then return nil end
+      if count >= MEMO_SIZE then answers, count = {}, 0 end
+      answers[key], count = answer, count + 1
+    end
+    return answer
   end
-  return n
 end
 
--- An integer as redis.call's argument text.
-local function text(n)
-  local s = TEXTS[n]
-  if s == nil then
-    s = string.format('%d', n)
-    if TEXTS_KEPT >= MEMO_SIZE then TEXTS, TEXTS_KEPT = {}, 0 end
-    TEXTS[n], TEXTS_KEPT = s, TEXTS_KEPT + 1
-  end
-  return s
-end
+-- tonumber(s), and an integer as redis.call's argument text.
+local num = kept(function(s) return tonumber(s) end)
+local text = kept(function(n) return string.format('%d', n) end)
 
 -- A script (EVAL/EVALSHA) has its ARGV now; a function library has none while it loads (its ARGV is a
 -- local the library declares, set per call).

@@ -11,12 +11,8 @@
 -- A record's field names (enqueue_jobs.lua's record layout), read once per server for each shape (a
 -- function library keeps them: jobs of one kind repeat a shape; a script reads it on every call): the
 -- HSET's template {'status', <slot>, name, <value or "">, ...} and the slots the record's values fill.
-local RECORD_SHAPES, RECORD_SHAPES_KEPT = {}, 0
-
-local function record_shape(text)
-  local shape = RECORD_SHAPES[text]
-  if shape then return shape end
-  shape = {template = {'status', false}, slots = {}}
+local record_shape = kept(function(text)
+  local shape = {template = {'status', false}, slots = {}}
   for name in string.gmatch(text, '([^\n]*)\n') do
     local n = #shape.template
     if string.sub(name, -1) == '=' then
@@ -26,10 +22,8 @@ local function record_shape(text)
       shape.slots[#shape.slots + 1] = n + 2
     end
   end
-  if RECORD_SHAPES_KEPT >= MEMO_SIZE then RECORD_SHAPES, RECORD_SHAPES_KEPT = {}, 0 end
-  RECORD_SHAPES[text], RECORD_SHAPES_KEPT = shape, RECORD_SHAPES_KEPT + 1
   return shape
-end
+end)
 
 local function enqueue_jobs()
   local queue = ARGV[2]

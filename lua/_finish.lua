@@ -15,18 +15,14 @@
 -- newline, read once per server for each shape a worker sends (a function library keeps them; a
 -- script reads it on every call), rather than as a dozen arguments per call: each argument costs the
 -- server more to take in than to read from a kept table. Its fields: see finish_job.lua.
-local SHAPES, SHAPES_KEPT = {}, 0
-
-local function outcome_shape(text)
-  local shape = SHAPES[text]
-  if shape then return shape end
+local outcome_shape = kept(function(text)
   local tokens, i = {}, 0
   for token in string.gmatch(text, '([^\n]*)\n') do tokens[#tokens + 1] = token end
   local function take(n)  -- the next n tokens
     i = i + n
     return unpack(tokens, i - n + 1, i)
   end
-  shape = {}
+  local shape = {}
   shape.registry, shape.job_ttl, shape.release_as, shape.put_back, shape.counter = take(5)
   shape.stream_ttl, shape.maxlen, shape.event, shape.claim = take(4)
   shape.claim = shape.claim == '1'
@@ -37,10 +33,8 @@ local function outcome_shape(text)
   shape.fields = {take(shape.n_fields)}
   shape.n_stream = tonumber(take(1))
   shape.stream = {take(shape.n_stream)}
-  if SHAPES_KEPT >= MEMO_SIZE then SHAPES, SHAPES_KEPT = {}, 0 end
-  SHAPES[text], SHAPES_KEPT = shape, SHAPES_KEPT + 1
   return shape
-end
+end)
 
 -- A command's field/value pairs, flat: `names` (a list kept with its shape, see outcome_shape, with the
 -- names in place from its first use) and args[at], args[at + 1], ... as their values. The list is the

@@ -15,7 +15,7 @@ from . import tracing
 from .jobhash import job_fields
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from .jobspec import JobSpec
 
@@ -115,15 +115,25 @@ class EnqueueRecord:
         ]
 
 
+def shape_text(tokens: Iterable[str], what: str) -> str:
+    """A script's shape argument (enqueue_jobs.lua's record fields, finish_job.lua's outcome): the
+    tokens, a newline after each; a token holding a newline (`what` says what it is) is refused."""
+    texts = list(tokens)
+    for text in texts:
+        if '\n' in text:
+            raise ValueError(f'rqfast: {what} holds a newline: {text!r}')
+    return ''.join(f'{text}\n' for text in texts)
+
+
 @lru_cache(maxsize=256)
 def fields_shape(names: tuple[str, ...], empty: tuple[str, ...]) -> str:
-    """A record's field names in order, a newline after each, `=` ending those whose value is empty (sent
-    as no argument): enqueue_jobs.lua reads a shape once per server, as jobs of one kind repeat it."""
+    """A record's field names in order (shape_text), `=` ending those whose value is empty (sent as no
+    argument): enqueue_jobs.lua reads a shape once per server, as jobs of one kind repeat it."""
     for name in names:
-        if '\n' in name or name.endswith('='):
-            raise ValueError(f'rqfast: a job hash field name with a newline or a final "=": {name!r}')
+        if name.endswith('='):
+            raise ValueError(f'rqfast: a job hash field name ending in "=": {name!r}')
     blank = set(empty)
-    return ''.join(f'{name}=\n' if name in blank else f'{name}\n' for name in names)
+    return shape_text((f'{name}=' if name in blank else name for name in names), 'a job hash field name')
 
 
 @dataclass(slots=True)

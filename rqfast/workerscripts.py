@@ -18,7 +18,7 @@ from .defaults import (
     RESULTS_MAXLEN,
 )
 from .scriptload import Packed, packed, script, spliceable
-from .scriptrecords import Plan, Value
+from .scriptrecords import Plan, Value, shape_text
 from .text import as_text
 
 if TYPE_CHECKING:
@@ -153,11 +153,8 @@ def _shape(
     tokens: list[Value] = [*outcome, RESULTS_MAXLEN, event, claim_next, monitoring_interval, grace]
     tokens += [MAX_DROPPED_PER_CLAIM, MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD, idle_ttl]
     tokens += [len(fields), *fields, len(stream), *stream]
-    texts = [t.decode() if isinstance(t, bytes) else repr(t) if isinstance(t, float) else str(t) for t in tokens]
-    for text in texts:
-        if '\n' in text:
-            raise ValueError(f'rqfast: an outcome field name or setting holds a newline: {text!r}')
-    return ''.join(f'{text}\n' for text in texts)
+    texts = (t.decode() if isinstance(t, bytes) else repr(t) if isinstance(t, float) else str(t) for t in tokens)
+    return shape_text(texts, 'an outcome field name or setting')
 
 
 TIMES = 3  # the times every worker script takes (engine._times): UTC text, float epoch, integer epoch

@@ -71,11 +71,14 @@ def test_a_plain_job_costs_the_layout_writes_and_no_lookup_of_what_cannot_exist(
     assert sum(LAYOUT.values()) == 25
 
 
-def test_a_job_with_dependencies_expires_its_dependencies_set_with_its_hash(redis_conn: redis.Redis) -> None:
+@pytest.mark.parametrize('concurrency', [1, 10])  # finish_job.lua's path, finish_jobs.lua's
+def test_a_job_with_dependencies_expires_its_dependencies_set_with_its_hash(
+    redis_conn: redis.Redis, concurrency: int
+) -> None:
     queue = Queue('inner', connection=redis_conn)
     parent = queue.enqueue(jobs.say_hello)
     child = queue.enqueue(jobs.say_hello, depends_on=parent, result_ttl=300)
-    SimpleWorker([queue], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    SimpleWorker([queue], connection=redis_conn, concurrency=concurrency).work(burst=True, logging_level='WARNING')
 
     assert child.get_status(refresh=True) == 'finished'
     assert redis_conn.exists(child.dependencies_key)
@@ -83,8 +86,9 @@ def test_a_job_with_dependencies_expires_its_dependencies_set_with_its_hash(redi
     assert 0 < redis_conn.ttl(child.key) <= 300
 
 
+@pytest.mark.parametrize('concurrency', [1, 10])  # finish_job.lua's path, finish_jobs.lua's
 def test_a_job_started_before_has_its_earlier_execution_fenced_off_when_claimed_again(
-    redis_conn: redis.Redis,
+    redis_conn: redis.Redis, concurrency: int
 ) -> None:
     """A job back on its queue with an execution still on record (its worker lost it): the claim ends
     that execution, so the old worker's late finish writes nothing."""
@@ -95,7 +99,7 @@ def test_a_job_started_before_has_its_earlier_execution_fenced_off_when_claimed_
     redis_conn.zadd(f'rq:executions:{job.id}', {'old': 9e9})
     redis_conn.hset(job.key, 'started_at', '2026-01-01T00:00:00.000000Z')
 
-    SimpleWorker([queue], connection=redis_conn).work(burst=True, logging_level='WARNING')
+    SimpleWorker([queue], connection=redis_conn, concurrency=concurrency).work(burst=True, logging_level='WARNING')
 
     assert job.get_status(refresh=True) == 'finished'
     assert not redis_conn.exists(stale)
