@@ -105,10 +105,13 @@ end
 -- A job over its window limit, popped from `queue`: into the scheduled registry at `at` (status
 -- scheduled), as Job.schedule would put it; with a concurrency limit too (`rl_key`), its slot is freed
 -- and the next waiter promoted (it waits for a slot again when it comes due, as any scheduled one).
+-- "<at> <queue>" goes out on <prefix>scheduler-planned: the scheduler holding the queue may be asleep
+-- until later than `at` (it wakes for the earliest job it saw scheduled), and wakes for it.
 local function window_defer(id, queue, at, rl_key, c)
   redis.call('SADD', K.queues, K.queue(queue))
   redis.call('HSET', K.job(id), 'status', 'scheduled')
   redis.call('ZADD', K.scheduled(queue), window_score(at), id)
+  redis.call('PUBLISH', PREFIX .. 'scheduler-planned', window_score(at) .. ' ' .. queue)
   rate_limit_release(id, rl_key, c.now_int, c.now_text)
   c.deferred = (c.deferred or 0) + 1
 end

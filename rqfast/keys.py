@@ -15,7 +15,7 @@ constants (PREFIX, QUEUES, ...) are then computed at each read (__getattr__ belo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 
@@ -260,6 +260,13 @@ def scheduler_lock_key(queue: str) -> str:
 
 def scheduler_key(name: str) -> str:
     return f'{prefix()}scheduler:{name}'
+
+
+def scheduler_planned_channels(queues: Iterable[str]) -> list[str]:
+    """The channels a claim publishes on (`<at> <queue>`) when a window rate limit plans a job into a
+    queue's scheduled registry (lua/_window.lua: window_defer), so that the scheduler holding the queue
+    wakes for it; one per keyspace (a channel, not a key: RQ's tools never see it)."""
+    return sorted({f'{keyspace(q)}scheduler-planned' for q in queues})
 
 
 def group_key(group_id: str) -> str:

@@ -89,6 +89,8 @@ class RQScheduler:
         self._process: threading.Thread | None = None  # RQ's name: here the thread work() runs on
         self._ended = False  # stopped, or a burst run done: nothing to restart
         self._next_due: float | None = None  # the earliest score left scheduled, as the last move saw it
+        self._woken = threading.Event()  # a claim planned a job sooner than _next_due (_heard)
+        self._planned: Any = None  # while work() runs: the listener on the queues' scheduler-planned channels
         self.log = logger
 
     @property
@@ -316,6 +318,7 @@ class RQScheduler:
         time), else after `interval`. Connection errors back off, up to 30 s."""
         backoff = Backoff(first=float(self.interval), cap=SCHEDULER_MAX_BACKOFF)
         self._status = SchedulerStatus.STARTED
+        self._listen_for_plans()
         started = False
         beat_at = 0.0
         while not self._stop_requested:
@@ -336,6 +339,7 @@ class RQScheduler:
             except Exception:
                 self.log.exception('Scheduler %s: step failed', self.name)
             self._sleep(self._until_next(beat_at))
+        self._stop_listening()
         self._release_quietly()
 
     def _until_next(self, beat_at: float) -> float:
@@ -346,10 +350,42 @@ class RQScheduler:
         return max(wait, SCHEDULER_DUE_MARGIN)
 
     def _sleep(self, seconds: float) -> None:
-        """time.sleep in short steps, so that a stop request ends the wait."""
+        """A wait in short steps, so that a stop request ends it; a job planned sooner ends it too (_heard)."""
         deadline = time.monotonic() + seconds
         while not self._stop_requested and (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 0.1))
+            if self._woken.wait(min(left, 0.1)):
+                self._woken.clear()
+                return
+
+    def _listen_for_plans(self) -> None:
+        """A claim that plans a job under its window rate limit publishes `<at> <queue>` (lua/_window.lua),
+        and this scheduler, which may be asleep until a later job or its next heartbeat, wakes in time for
+        it. Not on fakeredis (no sockets): there a job planned sooner than the next wake-up waits for it."""
+        from .worker.commands import CommandListener  # (rqfast.worker imports this module)
+
+        channels = keys.scheduler_planned_channels(self._queue_names)
+        listener = CommandListener(
+            self.connection, channels, self._heard, self.name, owner='Scheduler', thread_name='rqfast-scheduler-plans'
+        )
+        try:
+            listener.start()
+        except redis.RedisError as exc:  # (the loop's own calls report and retry a server that is away)
+            self.log.warning('Scheduler %s: not listening for planned jobs: %s', self.name, exc)
+            return
+        self._planned = listener
+
+    def _stop_listening(self) -> None:
+        listener, self._planned = self._planned, None
+        if listener is not None:
+            listener.stop()
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        """`<at> <queue>`: a job of `queue` is due at `at` (epoch seconds); wake if that is sooner."""
+        at_text, _, queue = as_text(message['data']).partition(' ')
+        at = float(at_text)
+        if queue in self._acquired_locks and (self._next_due is None or at < self._next_due):
+            self._next_due = at
+            self._woken.set()
 
     def request_stop(self, signum: Any = None, frame: Any = None) -> None:
         self._stop_requested = True

@@ -18,6 +18,7 @@ import rqfast
 from rqfast import RateLimit, engine, keys
 from rqfast.rate_limit import RateLimitRegistry
 from rqfast.registry import FinishedJobRegistry, ScheduledJobRegistry
+from rqfast.scheduler import RQScheduler
 from rqfast.text import as_text
 from rqfast.worker import SimpleWorker
 from tests import jobs
@@ -123,6 +124,31 @@ def test_a_planned_job_starts_when_its_turn_comes(connection: redis.Redis) -> No
     assert sorted(FinishedJobRegistry('q', connection=connection).get_job_ids()) == sorted(ids)
     starts = started_at(connection, ids)
     assert starts[1] - starts[0] >= 0.3
+
+
+def test_a_sleeping_scheduler_wakes_for_a_job_a_claim_planned(redis_conn: redis.Redis) -> None:
+    """A scheduler asleep until its next heartbeat (10 s away) hears the claim that planned a job 0.3 s
+    ahead (lua/_window.lua publishes it) and moves the job onto its queue when due, not 10 s later."""
+    q = rqfast.Queue('q', connection=redis_conn)
+    scheduler = RQScheduler(['q'], connection=redis_conn, interval=10)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not redis_conn.exists(keys.scheduler_lock_key('q')):
+            time.sleep(0.01)
+        time.sleep(0.1)  # (its first move found nothing scheduled: it sleeps until the next heartbeat)
+        ids = [q.enqueue(jobs.noop, rate_limit=RateLimit('api', rate=1, per=0.3)).id for _ in range(2)]
+        SimpleWorker(['q'], connection=redis_conn).work(burst=True)
+        planned = redis_conn.zscore(keys.scheduled_registry_key('q'), ids[1])
+        assert planned is not None
+        while time.monotonic() < planned + 3 and redis_conn.zscore(keys.scheduled_registry_key('q'), ids[1]):
+            time.sleep(0.01)
+        moved_at = time.time()
+        assert q.job_ids == [ids[1]]
+        assert planned <= moved_at <= planned + 1.0, moved_at - planned
+    finally:
+        scheduler.stop()
+    assert scheduler._planned is None  # (its listener stopped with it)
 
 
 def test_window_bound_and_round_trips_with_the_scheduler(redis_conn: redis.Redis, count_round_trips: Any) -> None:  # noqa: F811

@@ -32,12 +32,20 @@ class CommandListener:
     """Subscribes to the worker's channels and hands each message to `handle`, in a thread blocked in a read."""
 
     def __init__(
-        self, connection: Redis, channels: list[str], handle: Callable[[dict[str, Any]], None], name: str
+        self,
+        connection: Redis,
+        channels: list[str],
+        handle: Callable[[dict[str, Any]], None],
+        name: str,
+        owner: str = 'Worker',
+        thread_name: str = 'rqfast-commands',
     ) -> None:
         self.connection = connection
         self.channels = channels
         self.handle = handle
-        self.name = name  # the worker's, for the log
+        self.name = name  # the worker's (or the scheduler's: owner), for the log
+        self.owner = owner
+        self.thread_name = thread_name
         self.pubsub: Any = None
         self.thread: threading.Thread | None = None
 
@@ -46,7 +54,7 @@ class CommandListener:
         if not hasattr(pool, 'connection_kwargs') or not has_sockets(self.connection):
             return  # fakeredis: no sockets to listen on
         self.pubsub = self._subscribed()
-        self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name='rqfast-commands', daemon=True)
+        self.thread = threading.Thread(target=self._listen, args=(self.pubsub,), name=self.thread_name, daemon=True)
         self.thread.start()
 
     def _subscribed(self) -> Any:
@@ -106,17 +114,17 @@ class CommandListener:
                 if self.pubsub is not pubsub:
                     return  # closed at teardown
                 delay = backoff.next()
-                logger.warning('Worker %s: lost the command channel: %s; retrying in %.0f s', self.name, exc, delay)
+                logger.warning('%s %s: lost its channel: %s; retrying in %.0f s', self.owner, self.name, exc, delay)
                 time.sleep(delay)
                 lost = True
                 continue
             except Exception as exc:
                 if self.pubsub is pubsub:
-                    logger.warning('Worker %s: pubsub thread exiting on %s', self.name, exc)
+                    logger.warning('%s %s: pubsub thread exiting on %s', self.owner, self.name, exc)
                 return
             backoff.reset()
             if message is not None and message.get('type') == 'message':
                 try:
                     self.handle(message)
                 except Exception:
-                    logger.exception('Worker %s: could not handle command %r', self.name, message.get('data'))
+                    logger.exception('%s %s: could not handle %r', self.owner, self.name, message.get('data'))
