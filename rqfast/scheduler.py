@@ -37,6 +37,7 @@ from .defaults import (
     SCHEDULER_MAX_BACKOFF,
 )
 from .exceptions import SchedulerNotFound
+from .listener import ChannelListener
 from .registry import ScheduledJobRegistry
 from .serializers import resolve_serializer
 from .text import as_text
@@ -361,11 +362,9 @@ class RQScheduler:
         """A claim that plans a job under its window rate limit publishes `<at> <queue>` (lua/_window.lua),
         and this scheduler, which may be asleep until a later job or its next heartbeat, wakes in time for
         it. Not on fakeredis (no sockets): there a job planned sooner than the next wake-up waits for it."""
-        from .worker.commands import CommandListener  # (rqfast.worker imports this module)
-
         channels = keys.scheduler_planned_channels(self._queue_names)
-        listener = CommandListener(
-            self.connection, channels, self._heard, self.name, owner='Scheduler', thread_name='rqfast-scheduler-plans'
+        listener = ChannelListener(
+            self.connection, channels, self._heard, self.name, 'Scheduler', 'rqfast-scheduler-plans', self.log
         )
         try:
             listener.start()

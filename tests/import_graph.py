@@ -54,6 +54,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             'capture',
             'as_rq',
             'rq_interop',
+            'listener',
         ],
     ),
     (
