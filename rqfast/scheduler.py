@@ -1,4 +1,4 @@
-"""RQScheduler: moves due jobs from rq:scheduled:<q> onto their queues, once a second.
+"""RQScheduler: moves due jobs from rq:scheduled:<q> onto their queues, as they come due.
 
 RQ 2.12's API and lock protocol (rq:scheduler-lock:<q> holding the scheduler's name, 61 s; the
 rq:scheduler:<name> hash), so an RQ scheduler and an rqfast scheduler on the same queues split them
@@ -6,6 +6,8 @@ and never enqueue a job twice. Each of RQ's steps (acquire_locks, heartbeat, enq
 release_locks, save) is one call of lua/schedule_jobs.lua, and tick() does a whole round (locks,
 heartbeat, move) in one. In a worker the loop runs on a thread rather than a forked process: the
 worker's main thread may sit in a job under SIGALRM, and a thread needs no second connection setup.
+Between heartbeats (every `interval`) it sleeps until the earliest job it saw scheduled is due, and a
+claim that plans a job sooner (a window rate limit) wakes it over pub/sub (rqfast/listener.py).
 """
 
 from __future__ import annotations
