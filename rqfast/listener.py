@@ -100,8 +100,9 @@ class ChannelListener:
         self.thread = None
 
     def _listen(self, pubsub: Any) -> None:
-        """Handle commands until stop(). As in RQ, a lost connection is retried (with capped backoff) and
-        any other error reading the channel ends the thread; an error handling a command is only logged."""
+        """Hand each message to `handle` until stop(). As in RQ's worker, a lost connection is retried (with
+        capped backoff) and any other error reading the channel ends the thread; an error handling a
+        message is only logged."""
         backoff = Backoff()
         lost = False
         while self.pubsub is pubsub:
