@@ -170,6 +170,7 @@ SCHEDULER_CHUNK = 1000  # scheduled jobs moved per queue per tick (RQ's get_jobs
 SCHEDULER_MAX_BACKOFF = 30  # cap of the scheduler's retry delay, in seconds
 SCHEDULER_INTERVAL = 1  # seconds between scheduler ticks
 SCHEDULER_DUE_MARGIN = 0.001  # the scheduler wakes this long after a scheduled job's time (s)
+SCHEDULER_SLEEP_STEP = 0.05  # the scheduler sleeps in steps this long (s): a stop or a job planned sooner ends it
 SCHEDULER_LOCK_MARGIN = 60  # rq:scheduler-lock:<q> and rq:scheduler:<name> live this much past the interval
 SCHEDULER_LOCK_TTL = SCHEDULER_INTERVAL + SCHEDULER_LOCK_MARGIN  # 61, as RQ's
 WEBHOOK_QUEUE_SIZE = 1000  # webhooks a worker holds to send; past that new ones are dropped (logged), never waited on

@@ -37,6 +37,7 @@ from .defaults import (
     SCHEDULER_INTERVAL,
     SCHEDULER_LOCK_MARGIN,
     SCHEDULER_MAX_BACKOFF,
+    SCHEDULER_SLEEP_STEP,
 )
 from .exceptions import SchedulerNotFound
 from .listener import ChannelListener
@@ -353,12 +354,17 @@ class RQScheduler:
         return max(wait, SCHEDULER_DUE_MARGIN)
 
     def _sleep(self, seconds: float) -> None:
-        """A wait in short steps, so that a stop request ends it; a job planned sooner ends it too (_heard)."""
+        """time.sleep in short steps (as RQ's loop sleeps: a test that patches it to end the loop still
+        does), so that a stop request ends the wait, and so does a job planned sooner (_heard)."""
         deadline = time.monotonic() + seconds
-        while not self._stop_requested and (left := deadline - time.monotonic()) > 0:
-            if self._woken.wait(min(left, 0.1)):
+        while not self._stop_requested:
+            if self._woken.is_set():
                 self._woken.clear()
                 return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, SCHEDULER_SLEEP_STEP))
 
     def _listen_for_plans(self) -> None:
         """A claim that plans a job under its window rate limit publishes `<at> <queue>` (lua/_window.lua),

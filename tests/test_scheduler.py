@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -215,6 +216,29 @@ def test_scheduler_thread_moves_jobs_as_they_fall_due(redis_conn: redis.Redis) -
     finally:
         sched.stop()
     assert queue.scheduler_pid is None
+
+
+def test_work_sleeps_with_time_sleep_as_rqs_loop(connection: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """work() waits between rounds with time.sleep, as RQ's loop does (its tests patch it to end the loop
+    after one round); listening for planned jobs changes nothing there, and its listener stops with it."""
+    sched = RQScheduler(['q'], connection=connection)
+    sleeps: list[float] = []
+
+    def sleep_once(seconds: float) -> None:
+        sleeps.append(seconds)
+        sched.request_stop()
+
+    monkeypatch.setattr('rqfast.scheduler.time.sleep', sleep_once)
+    loop = threading.Thread(target=sched.work, daemon=True)
+    loop.start()
+    loop.join(5)
+    if loop.is_alive():  # (a loop that sleeps some other way never ends: end it, then fail)
+        sched._stop_requested = True
+        loop.join(5)
+        pytest.fail('work() did not end after the patched time.sleep asked it to stop')
+    assert len(sleeps) == 1 and 0 < sleeps[0] <= 1
+    assert sched._planned is None
+    assert not connection.exists(sched.key)  # (the hash released, the loop over)
 
 
 # --- side by side with RQ's scheduler
