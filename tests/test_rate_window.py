@@ -126,9 +126,11 @@ def test_a_planned_job_starts_when_its_turn_comes(connection: redis.Redis) -> No
     assert starts[1] - starts[0] >= 0.3
 
 
-def test_a_sleeping_scheduler_wakes_for_a_job_a_claim_planned(redis_conn: redis.Redis) -> None:
+@pytest.mark.parametrize('concurrency', [1, 2])
+def test_a_sleeping_scheduler_wakes_for_a_job_a_claim_planned(redis_conn: redis.Redis, concurrency: int) -> None:
     """A scheduler asleep until its next heartbeat (10 s away) hears the claim that planned a job 0.3 s
-    ahead (lua/_window.lua publishes it) and moves the job onto its queue when due, not 10 s later."""
+    ahead (lua/_window.lua publishes it) and moves the job onto its queue when due, not 10 s later; the
+    same from a claim of one job (concurrency 1) and of several in one call (2)."""
     q = rqfast.Queue('q', connection=redis_conn)
     scheduler = RQScheduler(['q'], connection=redis_conn, interval=10)
     scheduler.start()
@@ -138,7 +140,7 @@ def test_a_sleeping_scheduler_wakes_for_a_job_a_claim_planned(redis_conn: redis.
             time.sleep(0.01)
         time.sleep(0.1)  # (its first move found nothing scheduled: it sleeps until the next heartbeat)
         ids = [q.enqueue(jobs.noop, rate_limit=RateLimit('api', rate=1, per=0.3)).id for _ in range(2)]
-        SimpleWorker(['q'], connection=redis_conn).work(burst=True)
+        SimpleWorker(['q'], connection=redis_conn, concurrency=concurrency).work(burst=True)
         planned = redis_conn.zscore(keys.scheduled_registry_key('q'), ids[1])
         assert planned is not None
         while time.monotonic() < planned + 3 and redis_conn.zscore(keys.scheduled_registry_key('q'), ids[1]):
