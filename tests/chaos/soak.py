@@ -122,6 +122,16 @@ class Fleet:
                 log = tracked.process.log()[-3000:]
                 self.unexpected_exits.append(f'{tracked.worker_class} {tracked.process.name} exited {code}:\n{log}')
 
+    def lines_about(self, failures: list[str], limit: int = 40) -> list[str]:
+        """The workers' log lines that name the jobs of `failures` (Account.failures: each starts with its id)."""
+        ids = [failure.split()[0] for failure in failures]
+        found = []
+        for tracked in self.workers:
+            for line in tracked.process.log().splitlines():
+                if any(job_id in line for job_id in ids):
+                    found.append(f'{tracked.worker_class} {tracked.process.name[:8]}: {line[:400]}')
+        return found[:limit]
+
     def horses(self, tracked: Tracked) -> list[int]:
         """The pids of the horses of a forking or spawn worker (the breeder's children, or its own)."""
         children = tracked.process.children()

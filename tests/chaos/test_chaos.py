@@ -393,7 +393,7 @@ def test_full_memory_under_load(server: fleet.KillableRedis, tmp_path: Path, mar
         assert while_full == 0
         assert done == len(jobs.ids), result.problems[:20]
         assert not result.problems, result.problems[:20]
-        assert result.counts['finished_once'] == len(jobs.ids), result.counts
+        assert result.counts['finished_once'] == len(jobs.ids), (result.counts, result.failures)
         assert result.counts['ran_twice_or_more'] == 0, result.counts
         assert not crew.unexpected_exits, crew.unexpected_exits[:3]
         assert not crew.stop_all()
@@ -504,7 +504,8 @@ def test_silent_network_under_load(server: fleet.KillableRedis, tmp_path: Path, 
         assert not result.problems, result.problems[:20]
         assert result.counts['lost'] == result.counts['stuck'] == result.counts['finished_twice'] == 0
         if silent_for < 40 - REPLY_TIMEOUT / 3:
-            assert result.counts['finished_once'] == len(jobs.ids), result.counts
+            failed = (result.counts, result.failures, crew.lines_about(result.failures))
+            assert result.counts['finished_once'] == len(jobs.ids), failed
         assert not crew.unexpected_exits, crew.unexpected_exits[:3]
         assert not crew.stop_all()
     finally:
