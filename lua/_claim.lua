@@ -221,9 +221,10 @@ end
 
 -- The job execution `x` of worker `w` already started, when a claim is sent again because the reply
 -- to the first one was lost (the connection dropped): {id, queue, job hash (flat), {}, 0, {}}, or nil.
-local function resumed_claim(w, x)
+-- `id`: the job that execution would be of (default: the worker's current job).
+local function resumed_claim(w, x, id)
   if w == '' or x == '' then return nil end
-  local id = redis.call('HGET', K.worker(w), 'current_job')
+  id = id or redis.call('HGET', K.worker(w), 'current_job')
   if not id or redis.call('EXISTS', K.execution(id, x)) == 0 then return nil end
   local job = redis.call('HGETALL', K.job(id))
   local queue = redis.call('HGET', K.job(id), 'origin')

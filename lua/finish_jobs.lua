@@ -15,7 +15,9 @@
 -- ARGV[13] n outcomes, then per outcome: job id, execution id, worker counter to increment (or
 --   ""), working time (s), m, then finish_job.lua's ARGV[2] to ARGV[m + 1] (worker name "", claim "0")
 -- then: k, k new execution ids (one per job to claim: up to k are claimed, in queue order),
---   n queues, queue names...
+--   n queues, queue names, then "1" only when the call is sent again after a lost reply, as it was
+--   (the same execution ids): an execution id the first call claimed a job with is answered with
+--   that job (found in the worker's executions index) rather than used for another claim
 -- Returns: {recorded (per outcome: 1, or 0 when a fence held it off), claims (each {job id, queue,
 --   job hash as flat HGETALL before the claim}), dropped ids (no job hash), 1 if <prefix>suspended
 --   is set else 0, dead-lettered ids (flat: queue, id, reason, ...)}
@@ -61,12 +63,21 @@ for j, e in ipairs(ended) do
 end
 local xs = r:list()
 local queues = r:list()
+local resent = r:next() == '1'
 
 local claims, dropped, dead, suspended = {}, {}, {}, 0
 c.started = {}  -- (the worker's writes for the jobs started: once, below)
 c.busy = n > 0  -- (outcomes of its jobs: the worker was busy, its hash's and index's TTLs set: see worker_started)
+-- Sent again: the jobs the first call claimed, by execution id (their execution hashes still there)
+local first = {}
+if resent then
+  for _, member in ipairs(redis.call('SMEMBERS', K.worker_executions(w))) do
+    local id, x = string.match(member, '^(.+):([^:]+)$')
+    if id then first[x] = id end
+  end
+end
 for _, x in ipairs(xs) do
-  local claim = claim_next(queues, w, x, c)
+  local claim = first[x] and resumed_claim(w, x, first[x]) or claim_next(queues, w, x, c)
   for _, id in ipairs(claim[4]) do dropped[#dropped + 1] = id end
   for _, v in ipairs(claim[6] or {}) do dead[#dead + 1] = v end
   if claim[5] == 1 then suspended = 1 end

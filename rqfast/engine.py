@@ -244,14 +244,22 @@ def finish_jobs(
     claim_count: int,
     still_running: str = '',
     moment: datetime | None = None,
+    execution_ids: list[str] | None = None,
+    resent: bool = False,
 ) -> Batch:
     """Record several outcomes (each as finish_job does) and claim up to `claim_count` jobs: one call.
 
     `still_running`: a job of the worker's that runs on (its current job when nothing is claimed);
-    '' when none does: with nothing claimed, the worker is idle.
+    '' when none does: with nothing claimed, the worker is idle. `execution_ids`: the claims' (at
+    least claim_count; new ones by default). `resent`: the call is sent again as it was (the same
+    outcomes, moment and execution ids) after its reply was lost: the jobs the first call claimed
+    are the answer, not claimed again.
     """
     moment = moment or now()
-    execution_ids = [_execution_ids.next() for _ in range(claim_count)]
+    if execution_ids is None:
+        execution_ids = [_execution_ids.next() for _ in range(claim_count)]
+    else:
+        execution_ids = execution_ids[:claim_count]
     reply = workerscripts.finish_jobs(
         connection,
         worker.name,
@@ -269,6 +277,7 @@ def finish_jobs(
         execution_ids,
         worker.queues,
         grace=worker.heartbeat_grace,
+        resent=resent,
     )
     claims = []
     for (job_id, queue, flat), execution_id in zip(reply.claims, execution_ids, strict=False):

@@ -200,14 +200,18 @@ def finish_jobs(
     execution_ids: list[str],
     queues: list[str],
     grace: int = JOB_HEARTBEAT_GRACE,
+    resent: bool = False,
 ) -> BatchReply:
     """See lua/finish_jobs.lua: records each outcome (made by batch_outcome) as finish_job does,
-    claims up to len(execution_ids) jobs."""
+    claims up to len(execution_ids) jobs. `resent`: the call is sent again as it was after a lost
+    reply; an execution id the first call claimed with is answered with its job."""
     if len(times) != TIMES:
         raise ValueError(f'finish_jobs takes {TIMES} times, not {len(times)}')
     args: list[Value] = [worker_name, *times, monitoring_interval, grace, MAX_DROPPED_PER_CLAIM]
     args.extend((MAX_JOB_ID_LENGTH, RATE_WINDOW_GUARD, idle_ttl, still_running, len(outcomes)))
     claims: list[Value] = [len(execution_ids), *execution_ids, len(queues), *queues]
+    if resent:
+        claims.append(1)
     times_packed = packed(times)
     if times_packed is not None and all(o.packed is not None for o in outcomes) and spliceable(connection):
         # the outcomes were packed on their job threads: only the call's own arguments are packed here

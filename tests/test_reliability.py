@@ -220,6 +220,65 @@ def test_a_claim_sent_again_after_a_lost_reply_gets_the_job_it_started(connectio
     assert status(connection, other.id) == 'queued'
 
 
+def test_several_claims_sent_again_after_a_lost_reply_get_the_jobs_they_started(connection: redis.Redis) -> None:
+    """finish_jobs (a worker at concurrency > 1) sent again as it was: the jobs its first call claimed
+    are the answer, none claimed twice, none left started with no one to run them."""
+    from rqfast.outcome import Outcome, OutcomeKind
+
+    q = Queue('q', connection=connection)
+    ids = [q.enqueue(jobs.add, i, 1).id for i in range(5)]
+    ref = engine.WorkerRef('w', ['q'])
+    running = engine.finish_jobs(connection, ref, [], 2)
+    ended = []
+    for claim in running.claims:
+        loaded = q.fetch_job(claim.job_id)
+        assert loaded is not None
+        loaded.started_at = loaded.ended_at = claim.started_at
+        plan = engine.plan(loaded, Outcome(OutcomeKind.SUCCESS, 3), claim.started_at or loaded.created_at)
+        ended.append(engine.Ended(claim.job_id, 'q', claim.execution_id, plan, 0.1))
+    first = engine.finish_jobs(connection, ref, ended, 2, execution_ids=['x1', 'x2'])  # its reply "lost"
+    again = engine.finish_jobs(connection, ref, ended, 2, execution_ids=['x1', 'x2'], resent=True)
+    assert first.recorded == [True, True] and again.recorded == [False, False]
+    assert [c.job_id for c in again.claims] == [c.job_id for c in first.claims] == ids[2:4]
+    assert [c.execution_id for c in again.claims] == ['x1', 'x2']
+    assert all(c.raw.get(b'data') for c in again.claims)  # (the job hash, as a claim's)
+    assert status(connection, ids[4]) == 'queued'
+    started = connection.zrange(keys.started_registry_key('q'), 0, -1)
+    assert sorted(started) == sorted([f'{ids[2]}:x1'.encode(), f'{ids[3]}:x2'.encode()])
+    assert all(result_entries(connection, job_id) == 1 for job_id in ids[:2])
+    # the lost call claimed one job only (the queue ran dry): the second id claims what came since
+    late = q.enqueue(jobs.add, 9, 9)
+    more = engine.finish_jobs(connection, ref, [], 2, execution_ids=['y1', 'y2'], resent=True)
+    assert [c.job_id for c in more.claims] == [ids[4], late.id]
+
+
+def test_a_concurrent_workers_call_whose_reply_was_lost_runs_the_jobs_it_claimed(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker at concurrency 2 whose finish_jobs call ran but whose reply was lost (the connection
+    dropped): sent again, it runs the jobs the lost call claimed, each once, and none stays started."""
+    from rqfast.worker import keyspaces
+
+    q = Queue('q', connection=redis_conn)
+    enqueued = [q.enqueue(jobs.add, i, 1) for i in range(8)]
+    real, lost = keyspaces.finish_jobs, []
+
+    def loses_one_reply(*args: Any, **kwargs: Any) -> engine.Batch:
+        batch = real(*args, **kwargs)
+        if batch.claims and not lost:
+            lost.append([c.job_id for c in batch.claims])
+            raise redis.ConnectionError('the reply was lost')
+        return batch
+
+    monkeypatch.setattr(keyspaces, 'finish_jobs', loses_one_reply)
+    monkeypatch.setattr('rqfast.worker.recorder.Backoff', lambda: type('B', (), {'next': lambda self: 0.0})())
+    SimpleWorker([q], connection=redis_conn, concurrency=2).work(burst=True, logging_level='WARNING')
+    assert lost, 'no finish_jobs call claimed a job'
+    assert [status(redis_conn, job.id) for job in enqueued] == ['finished'] * len(enqueued)
+    assert all(result_entries(redis_conn, job.id) == 1 for job in enqueued)
+    assert StartedJobRegistry('q', connection=redis_conn).count == 0
+
+
 # ---------------------------------------------------------------------------------------------------
 # The recovery bound with default settings
 

@@ -143,28 +143,34 @@ def finish_jobs(
     still_running: str = '',
     moment: datetime | None = None,
     still_queue: str | None = None,
+    execution_ids: list[str] | None = None,
+    resent: bool = False,
 ) -> engine.Batch:
     """engine.finish_jobs; over several keyspaces, one call per keyspace in queue order that has an
     outcome to record or a claim left to make (each claims what the ones before it did not).
     `still_queue`: the queue of the job `still_running` names, whose keyspace alone is told of it
-    (the others' worker hash names no job of another keyspace)."""
+    (the others' worker hash names no job of another keyspace). `execution_ids` (claim_execution_ids)
+    and `resent`: a call sent again as it was after a lost reply (engine.finish_jobs)."""
     if not keys.spans(worker.queues):
-        return engine.finish_jobs(connection, worker, ended, claim_count, still_running, moment)
+        return engine.finish_jobs(connection, worker, ended, claim_count, still_running, moment, execution_ids, resent)
     moment = moment or dates.now()
     by_queue: dict[str, list[int]] = {}
     for index, outcome in enumerate(ended):
         by_queue.setdefault(outcome.queue, []).append(index)
     batch = engine.Batch([False] * len(ended), [])
     left = claim_count
-    for queue in [*dict.fromkeys(worker.queues), *(q for q in by_queue if q not in worker.queues)]:
+    for position, queue in enumerate([*dict.fromkeys(worker.queues), *(q for q in by_queue if q not in worker.queues)]):
         mine = by_queue.get(queue, [])
         claim = left if queue in worker.queues else 0
         if not mine and not claim:
             continue
+        # (each queue claims with ids of its own, so a call sent again claims with the same ones)
+        ids = execution_ids[position * claim_count :] if execution_ids is not None else None
         with keys.within(queue):
             still = still_running if still_queue in (None, queue) else ''
+            mine_ended = [ended[i] for i in mine]
             part = engine.finish_jobs(
-                connection, replace(worker, queues=[queue]), [ended[i] for i in mine], claim, still, moment
+                connection, replace(worker, queues=[queue]), mine_ended, claim, still, moment, ids, resent
             )
         for index, recorded in zip(mine, part.recorded, strict=True):
             batch.recorded[index] = recorded
@@ -175,6 +181,13 @@ def finish_jobs(
         if part.suspended:
             batch.suspended, left = True, 0
     return batch
+
+
+def claim_execution_ids(queues: list[str], claim_count: int) -> list[str]:
+    """The execution ids finish_jobs claims with, made before its first try so that a call sent again
+    after a lost reply carries the same: claim_count, or claim_count per queue over several keyspaces."""
+    parts = len(dict.fromkeys(queues)) if keys.spans(queues) else 1
+    return [engine.new_execution_id() for _ in range(claim_count * parts)]
 
 
 def beat(

@@ -183,8 +183,9 @@ class Recorder:
         """Record how these jobs ended and claim up to `claim` jobs, in one call; the recorded jobs are no
         longer held. One job, at most one claim and nothing else in flight (a worker at concurrency 1):
         finish_job, its fast path; else finish_jobs (`still_running`: a job of the worker that runs on).
-        Retried while Redis is unreachable, never recorded twice (none claimed once a call failed: it
-        may have claimed them already). Accounting is the caller's (account(), per job)."""
+        Retried while Redis is unreachable, sent again as it was: never recorded twice, and the jobs a
+        call whose reply was lost claimed are its answer (never left started with no one running them).
+        Accounting is the caller's (account(), per job)."""
         for done in ended:
             self.release(done.job_id)
         if len(ended) == 1 and claim <= 1 and not still_running:
@@ -198,22 +199,32 @@ class Recorder:
             return batch
         still = self.in_flight.get(still_running)
         backoff = Backoff()
+        worker = self.ref()
+        moment = now or dates.now()
+        execution_ids = keyspaces.claim_execution_ids(worker.queues, claim)
+        resent = False
         while True:
             try:
                 batch = keyspaces.finish_jobs(
                     self.line(),
-                    self.ref(),
+                    worker,
                     ended,
                     claim,
                     still_running=still_running,
-                    moment=now,
+                    moment=moment,
                     still_queue=still.queue if still is not None else None,
+                    execution_ids=execution_ids,
+                    resent=resent,
                 )
             except REDIS_LOST as exc:
                 self._retrying(f'{len(ended)} job(s)', exc, backoff)
-                claim = 0
+                resent = True
                 continue
             self._recovered(f'{len(ended)} job(s)')
+            if resent:  # (an outcome the lost call recorded is fenced off now: it was recorded)
+                for index, done in enumerate(ended):
+                    if not batch.recorded[index] and self._recorded_before(done.job_id, done.execution_id):
+                        batch.recorded[index] = True
             return batch
 
     def record(
