@@ -265,16 +265,18 @@ def test_a_concurrent_workers_call_whose_reply_was_lost_runs_the_jobs_it_claimed
 
     def loses_one_reply(*args: Any, **kwargs: Any) -> engine.Batch:
         batch = real(*args, **kwargs)
-        if batch.claims and not lost:
+        if batch.claims and any(batch.recorded) and not lost:  # (outcomes recorded, jobs claimed)
             lost.append([c.job_id for c in batch.claims])
             raise redis.ConnectionError('the reply was lost')
         return batch
 
     monkeypatch.setattr(keyspaces, 'finish_jobs', loses_one_reply)
     monkeypatch.setattr('rqfast.worker.recorder.Backoff', lambda: type('B', (), {'next': lambda self: 0.0})())
-    SimpleWorker([q], connection=redis_conn, concurrency=2).work(burst=True, logging_level='WARNING')
-    assert lost, 'no finish_jobs call claimed a job'
+    worker = SimpleWorker([q], connection=redis_conn, concurrency=2)
+    worker.work(burst=True, logging_level='WARNING')
+    assert lost, 'no finish_jobs call recorded an outcome and claimed a job'
     assert [status(redis_conn, job.id) for job in enqueued] == ['finished'] * len(enqueued)
+    assert worker.successful_job_count == len(enqueued)  # (the lost call's outcomes: recorded, and counted)
     assert all(result_entries(redis_conn, job.id) == 1 for job in enqueued)
     assert StartedJobRegistry('q', connection=redis_conn).count == 0
 
