@@ -156,8 +156,10 @@ OUTPUT_CAP = 64 * 1024  # characters of a capture_output job's output kept per r
 CONCURRENT_POLL_INTERVAL = 0.1
 CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Python's default: 0.005)
 # A worker with N > 1 slots holds up to N // CONCURRENT_PREFETCH_SHARE (at least 1) jobs claimed ahead of a
-# free slot, while its jobs run CONCURRENT_PREFETCH_MAX_RUN seconds or less (a moving average): see worker/loop.py
-CONCURRENT_PREFETCH_SHARE = 10
+# free slot, while its jobs run CONCURRENT_PREFETCH_MAX_RUN seconds or less (a moving average): see worker/loop.py.
+# Half: the job threads take them without the loop (threads.py); with 50 threads of 10 ms jobs that each make a
+# Redis call of its own, a tenth (5) ran dry between the loop's calls: 0.9 ms idle per job
+CONCURRENT_PREFETCH_SHARE = 2
 CONCURRENT_PREFETCH_MAX_RUN = 0.05
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many

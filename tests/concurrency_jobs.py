@@ -39,6 +39,14 @@ def sleep_then(seconds: float, value: Any = 'ok') -> Any:
     return value
 
 
+def stamp_then_sleep(seconds: float) -> None:
+    """Notes its id and when it began (time.time()) on the list `began`, then sleeps."""
+    job = get_current_job()
+    assert job is not None
+    job.connection.rpush('began', f'{job.id} {time.time()!r}')
+    time.sleep(seconds)
+
+
 def until_tick(period: float) -> None:
     """Sleeps to the next multiple of `period` on the wall clock, so the jobs in flight all end together."""
     time.sleep(period - time.time() % period)

@@ -13,9 +13,10 @@ Either way a job takes the same path through the runner and the worker's hooks (
 
 A turn of the loop: wait until a job ends (or a timeout, a stop-job, a poll is due), then ONE call
 records every outcome that came in meanwhile and claims as many jobs as slots are free (the
-recorder's: recorder.py). A job is claimed only for a free slot, and is started (started registry,
-execution, status, the worker busy) by the same call that claims it, so RQ's readers see it started
-at once. Under load several outcomes share a call, so a busy worker makes fewer round trips than
+recorder's: recorder.py). A job is claimed for a free slot (and, while jobs are short, a few more held
+ahead: queued for the job threads, which begin them as they end their jobs, without the loop), and is
+started (started registry, execution, status, the worker busy) by the same call that claims it, so
+RQ's readers see it started at once. Under load several outcomes share a call, so a busy worker makes fewer round trips than
 jobs. When nothing runs and the queues are empty, the loop blocks (waiting.py) until a job comes, or
 stops: burst mode, max_jobs, max_idle_time, a shutdown.
 
@@ -88,8 +89,9 @@ class Loop:
         self.max_jobs: int | None = None
         self.reports: queue.SimpleQueue[tuple[object, Any]] = queue.SimpleQueue()
         self.running: dict[str, Running] = {}  # by execution id: the jobs in slots
-        # Claimed ahead of a free slot (a few, while jobs are short: see _prefetch), started as a slot frees,
-        # with no call in between; they are started in Redis, held (heartbeats) and run like the rest.
+        # Claimed ahead of a free slot (a few, while jobs are short: see _prefetch) while jobs run on the
+        # event loop, started as a slot frees, with no call in between; they are started in Redis, held
+        # (heartbeats) and run like the rest. (On threads they wait in the threads' queue instead: _start.)
         self.ahead: deque[engine.Claim] = deque()
         self.prefetch = max(1, size // CONCURRENT_PREFETCH_SHARE) if size > 1 else 0
         self.run_time: float | None = None  # a moving average of the jobs' run times (s), from their reports
@@ -197,7 +199,9 @@ class Loop:
         for next_claim in batch.claims:
             if len(self.running) < self.size:
                 self._start(next_claim)
-            else:
+            elif self._start(next_claim, ahead=True):  # on a thread, as the next job thread ends its job
+                self.held += 1
+            else:  # on the event loop: as a slot frees (_turn)
                 self.recorder.hold(next_claim)  # started in Redis: its heartbeats begin now
                 self.ahead.append(next_claim)
                 self.held += 1
@@ -337,9 +341,10 @@ class Loop:
         for execution_id, running in list(self.running.items()):
             if running.claim.job_id != job_id:
                 continue
-            if self.runner.stop(job_id):  # its horse is killed: its watcher reports it stopped
+            if not running.queued and self.runner.stop(job_id):  # its horse is killed: its watcher reports it stopped
                 continue
             del self.running[execution_id]
+            running.dropped = True  # (queued ahead: its thread will not run it)
             stopped.append(running)
         for running in stopped:
             outcome = stopped_outcome(self.context, slots.job_of(running), running.task, slots.penalty)
@@ -348,20 +353,34 @@ class Loop:
     # --- starting a job: inline, it runs here; else the loop only hands the claim over (slots.py loads,
     # runs and plans it)
 
-    def _start(self, claim: engine.Claim) -> None:
+    def _start(self, claim: engine.Claim, ahead: bool = False) -> bool:
+        """Start a claimed job: inline, run it here; else hand it to a slot. `ahead` (every slot busy):
+        queue it for the next job thread that ends its job, which begins it without waking the loop
+        (running.queued: no deadline until then); False where it cannot wait there (the event loop)."""
         if self.inline is not None:  # it runs here, and its record claims the next, which runs next...
             self.drained = self._drained(self.inline.run_from(claim, self._one_more))
-            return
+            return True
+        slots = self._slots()
+        if ahead and not slots.queues_ahead():
+            return False
+        timeout = claimed_timeout(claim, self.context.queue_class.DEFAULT_TIMEOUT)
+        # (a horse times out by itself, and its watcher kills it after a grace)
+        limit = timeout if timeout > 0 and not self.runner.enforces_timeout else None
+        running = Running(claim)
+        running.timeout = timeout
+        if ahead:
+            running.queued, running.limit = True, limit
+        else:
+            now = running.began = time.monotonic()
+            running.deadline = None if limit is None else now + limit
         self.recorder.hold(claim)
         self.started += 1
-        timeout = claimed_timeout(claim, self.context.queue_class.DEFAULT_TIMEOUT)
-        now = time.monotonic()
-        # (a horse times out by itself, and its watcher kills it after a grace)
-        deadline = now + timeout if timeout > 0 and not self.runner.enforces_timeout else None
-        running = Running(claim)
-        running.deadline, running.timeout, running.began = deadline, timeout, now
         self.running[claim.execution_id] = running
-        self._slots().start(running)
+        if ahead:
+            slots.queue_ahead(running)
+        else:
+            slots.start(running)
+        return True
 
     def _one_more(self) -> bool:
         """Inline, as a job starts: counted; whether its record may claim the next."""
@@ -406,8 +425,11 @@ class Loop:
             return
         now, slots = dates.now(), self._slots()
         ended = []
-        held = [(Running(claim), NOT_STARTED.format(name=self.context.name)) for claim in self.ahead]
-        for running, why in [*((running, reason) for running in self.running.values()), *held]:
+        not_started = NOT_STARTED.format(name=self.context.name)
+        held = [(Running(claim), not_started) for claim in self.ahead]
+        in_flight = [(running, not_started if running.queued else reason) for running in self.running.values()]
+        for running, why in [*in_flight, *held]:
+            running.dropped = True  # (queued ahead: its thread will not run it)
             job = slots.job_of(running)
             job.ended_at = job.last_heartbeat = now
             ended.append((running, slots.done(running, Outcome(OutcomeKind.FAILURE, exc_string=why))))

@@ -32,6 +32,9 @@ class Running:
     deadline: float | None = None  # monotonic: a job on a thread is failed by the loop then
     timeout: int = 0
     began: float = 0.0  # monotonic, when its slot took it
+    queued: bool = False  # claimed ahead into the thread pool's queue: `begin()` when a thread takes it
+    limit: int | None = None  # queued: the seconds the loop gives it once begun (None: no deadline here)
+    dropped: bool = False  # the loop ended it before its thread took it (stopped, a cold shutdown): not run
     task: Any = None  # an async job's task on the event loop
     acks: int = 0  # its hooks' records the loop answered (threads.Tails: the hooks go on after them)
     stopped: bool = False  # a stop-job ended it
@@ -50,6 +53,13 @@ class Running:
             self.job = job
         if now is not None:
             self.now = now
+
+    def begin(self, now: float) -> None:
+        """A job queued ahead, as a thread takes it: its run time and deadline start now."""
+        self.began = now
+        if self.limit is not None:
+            self.deadline = now + self.limit
+        self.queued = False
 
 
 class Done(NamedTuple):

@@ -14,6 +14,7 @@ where they start at once (a plain function loaded there goes on to a thread): a 
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 
@@ -67,7 +68,25 @@ class Slots:
         if self.async_next and self.events is not None:  # the event loop's thread loads it: one hop less
             self.events.call(lambda: self._prepare_on_loop(running))
         else:
-            self.threads.submit(running.claim.execution_id, lambda: self._guarded(self._load_and_run, running))
+            self.threads.submit(running.claim.execution_id, lambda: self._take_up(running))
+
+    def queues_ahead(self) -> bool:
+        """Whether a job claimed ahead of a free slot can wait for a job thread (queue_ahead); not while
+        jobs run on the event loop (async ones), where the loop holds it until a slot frees."""
+        return not (self.async_next and self.events is not None)
+
+    def queue_ahead(self, running: Running) -> None:
+        """Queue a job claimed ahead of a free slot (running.queued) for the next job thread that ends
+        its job: it begins there, with no hop through the loop."""
+        self.threads.submit(running.claim.execution_id, lambda: self._take_up(running), ahead=True)
+
+    def _take_up(self, running: Running) -> Done | None:
+        """On a job thread: the job begins (unless the loop dropped it while it was queued)."""
+        if running.dropped:
+            return None
+        if running.queued:
+            running.begin(time.monotonic())
+        return self._guarded(self._load_and_run, running)
 
     def close(self) -> None:
         self.threads.close()

@@ -72,14 +72,18 @@ class Threads:
         self._work: queue.SimpleQueue[tuple[object, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._free = 0
+        self._owed = 0  # queued ahead with no free thread: the next threads to end take them
         self._started = 0
         self._closed = False
 
-    def submit(self, token: object, run: Callable[[], Any]) -> None:
-        """Run `run` on a free thread; what it returns is reported (None: nothing to report)."""
+    def submit(self, token: object, run: Callable[[], Any], ahead: bool = False) -> None:
+        """Run `run` on a free thread; what it returns is reported (None: nothing to report). `ahead`:
+        with no free thread, queue it for the next thread that ends its job (no new thread for it)."""
         with self._lock:
             if self._free > 0:
                 self._free -= 1
+            elif ahead:
+                self._owed += 1
             else:
                 self._started += 1
                 thread = threading.Thread(target=self._serve, name=f'rqfast-job-{self._started}', daemon=True)
@@ -99,7 +103,9 @@ class Threads:
             finally:
                 with self._lock:
                     closed = self._closed
-                    if not closed:
+                    if self._owed > 0:  # it takes a job queued ahead, without the loop
+                        self._owed -= 1
+                    elif not closed:
                         self._free += 1
             if closed:  # nobody will hand it work again
                 return
