@@ -161,6 +161,12 @@ CONCURRENT_SWITCH_INTERVAL = 0.001  # sys.setswitchinterval while it works (Pyth
 # Redis call of its own, a tenth (5) ran dry between the loop's calls: 0.9 ms idle per job
 CONCURRENT_PREFETCH_SHARE = 2
 CONCURRENT_PREFETCH_MAX_RUN = 0.05
+# ...and, while its jobs run CONCURRENT_COALESCE_MIN_RUN seconds or more and the job threads have half of those
+# jobs queued ahead to go on with, it waits a fifth of a job's run time (CONCURRENT_COALESCE_PAUSE at most)
+# after an outcome comes in, so one call records those that follow it: 50 threads of 10 ms jobs made 1,000-1,100
+# calls per 5,000 jobs, 300 with the pause, and Redis spent 49 µs of CPU per job where it spent 74-82
+CONCURRENT_COALESCE_MIN_RUN = 0.005
+CONCURRENT_COALESCE_PAUSE = 0.002
 MAX_DROPPED_PER_CLAIM = 100  # ids without a job hash one claim script call drops before it returns
 ENQUEUE_CHUNK = 1000  # jobs per enqueue script call in enqueue_many
 DEBOUNCE_KEY_GRACE = 86400  # seconds rq:debounce:<key> outlives its job's due time (then: a new burst)

@@ -198,3 +198,45 @@ def test_a_job_held_ahead_has_its_whole_timeout_once_it_begins(
     assert held.get_status(refresh=True) is JobStatus.FINISHED, held.latest_result().exc_string
     assert held.return_value() == 'ok'
     assert worker.successful_job_count == 4
+
+
+def test_with_jobs_queued_ahead_one_call_records_several_outcomes(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """10 slots of 10 ms jobs: while the job threads have jobs queued ahead to go on with, the loop waits
+    a little after an outcome comes in, so each call records several."""
+    monkeypatch.setattr('rqfast.worker.loop.CONCURRENT_PREFETCH_MAX_RUN', 10.0)
+    queue = rqfast.Queue('q', connection=redis_conn)
+    queue.enqueue_many([rqfast.Queue.prepare_data(cj.stamp_then_sleep, (0.01,)) for _ in range(300)])
+    worker = SimpleWorker([queue], connection=redis_conn, concurrency=10)
+    recorded: list[int] = []
+    finish = Recorder.finish
+
+    def counting(recorder: Recorder, ended: Any, *args: Any, **kwargs: Any) -> Any:
+        if ended:
+            recorded.append(len(ended))
+        return finish(recorder, ended, *args, **kwargs)
+
+    monkeypatch.setattr(Recorder, 'finish', counting)
+    worker.work(burst=True, logging_level='WARNING')
+    assert sum(recorded) == 300 == worker.successful_job_count
+    assert 300 / len(recorded) >= 2, sorted(recorded)  # (3.2 here; 1.2 without the pause)
+
+
+def test_the_pause_before_a_call_needs_jobs_queued_ahead_and_jobs_that_are_not_short(redis_conn: redis.Redis) -> None:
+    loop = SimpleWorker(['q'], connection=redis_conn)._loop_of(10)  # 5 held ahead
+    assert loop.slots is not None
+    threads = loop.slots.threads
+    assert loop._coalescing() == 0.0  # no job has reported yet
+    loop.run_time = 0.01
+    threads._owed = 2
+    assert loop._coalescing() == 0.0  # too few queued ahead to go on with
+    threads._owed = 3
+    assert loop._coalescing() == pytest.approx(0.002)  # a fifth of 10 ms
+    loop.run_time = 0.006
+    assert loop._coalescing() == pytest.approx(0.0012)
+    loop.run_time = 0.5
+    assert loop._coalescing() == pytest.approx(0.002)  # at most 2 ms
+    loop.run_time = 0.001
+    assert loop._coalescing() == 0.0  # short jobs: the call goes at once
+    assert SimpleWorker(['q'], connection=redis_conn)._loop_of(1)._coalescing() == 0.0

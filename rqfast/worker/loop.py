@@ -16,8 +16,9 @@ records every outcome that came in meanwhile and claims as many jobs as slots ar
 recorder's: recorder.py). A job is claimed for a free slot (and, while jobs are short, a few more held
 ahead: queued for the job threads, which begin them as they end their jobs, without the loop), and is
 started (started registry, execution, status, the worker busy) by the same call that claims it, so
-RQ's readers see it started at once. Under load several outcomes share a call, so a busy worker makes fewer round trips than
-jobs. When nothing runs and the queues are empty, the loop blocks (waiting.py) until a job comes, or
+RQ's readers see it started at once. Under load several outcomes share a call (with jobs queued ahead,
+the loop waits a moment for more: _coalescing), so a busy worker makes fewer round trips than jobs.
+When nothing runs and the queues are empty, the loop blocks (waiting.py) until a job comes, or
 stops: burst mode, max_jobs, max_idle_time, a shutdown.
 
 Timeouts on slots: an async job is cancelled at its timeout (JobTimeoutException, by its own task);
@@ -40,6 +41,8 @@ from typing import Any
 from .. import dates, engine
 from ..backoff import Backoff
 from ..defaults import (
+    CONCURRENT_COALESCE_MIN_RUN,
+    CONCURRENT_COALESCE_PAUSE,
     CONCURRENT_POLL_INTERVAL,
     CONCURRENT_PREFETCH_MAX_RUN,
     CONCURRENT_PREFETCH_SHARE,
@@ -65,8 +68,6 @@ NOT_STARTED = 'rqfast: cold shutdown of worker {name} before the job, claimed ah
 class Loop:
     """The loop of one worker running up to `size` jobs at once: on its own thread when 1 (inline.py),
     else in slots (slots.py: threads, one event loop)."""
-
-    coalesce = False  # a yield for more reports before each call: fewer calls, but no faster here
 
     def __init__(
         self,
@@ -296,8 +297,9 @@ class Loop:
                 item = self.reports.get_nowait()
         except queue.Empty:
             pass
-        if ended and self.running and self.coalesce:  # jobs started together end together: one call records them all
-            time.sleep(0)  # (the job threads that are ending get the GIL to say so)
+        pause = self._coalescing() if ended else 0.0
+        if pause:  # the job threads have jobs queued ahead to go on with: one call records more outcomes
+            time.sleep(pause)
             try:
                 while True:
                     self._take(self.reports.get_nowait(), ended)
@@ -311,6 +313,18 @@ class Loop:
                 outcome = timed_out_outcome(self.context, slots.job_of(running), running.timeout, slots.penalty)
                 ended.append((running, slots.done(running, outcome, log=True)))
         return ended
+
+    def _coalescing(self) -> float:
+        """Seconds to wait for more reports before a call (one call then records more outcomes): while jobs
+        run CONCURRENT_COALESCE_MIN_RUN or longer and the job threads hold enough jobs queued ahead to go on
+        with meanwhile (half of what is held ahead); a fifth of a job's run time, CONCURRENT_COALESCE_PAUSE
+        at most. Else 0: the call goes at once (no-op jobs lose more to the pause than the calls cost)."""
+        slots, run_time = self.slots, self.run_time
+        if slots is None or run_time is None or run_time < CONCURRENT_COALESCE_MIN_RUN:
+            return 0.0
+        if slots.threads.owed * 2 < self.prefetch:
+            return 0.0
+        return min(CONCURRENT_COALESCE_PAUSE, run_time / 5)
 
     def _take(self, item: tuple[object, Any], ended: list[tuple[Running, Done]]) -> None:
         token, value = item

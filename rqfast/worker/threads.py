@@ -90,6 +90,11 @@ class Threads:
                 thread.start()
         self._work.put((token, run))
 
+    @property
+    def owed(self) -> int:
+        """Jobs queued ahead that no thread has taken yet."""
+        return self._owed
+
     def _serve(self) -> None:
         while True:
             item = self._work.get()
