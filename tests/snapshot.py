@@ -182,6 +182,8 @@ class _Normalizer:
     # text ------------------------------------------------------------------------------------------
     def text(self, value: bytes | str) -> Any:
         text = _text(value)
+        if HEX32_RE.fullmatch(text):  # (before numbers: an id can be all decimal digits, 1 process in ~2,000)
+            return '<hex>'
         if NUMBER_RE.fullmatch(text):
             number = float(text)
             if EPOCH_MIN <= abs(number) <= EPOCH_MAX:
