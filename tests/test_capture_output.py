@@ -155,13 +155,17 @@ _PRINT_WHILE_SWAPPING = """
 import sys, threading
 from rqfast.capture import captured_output
 stop = False
+printed = [0]
 def printer():
     while not stop:
         print('plain', file=None)  # (print's own lookup of sys.stdout)
+        printed[0] += 1
 def capturer():
-    for _ in range(10000):
+    swaps = 0
+    while swaps < 10000 or printed[0] < 300:  # (until the printers printed while captures came and went)
         with captured_output():
             print('captured')
+        swaps += 1
 threads = [threading.Thread(target=printer) for _ in range(3)]
 for thread in threads:
     thread.start()
