@@ -43,6 +43,23 @@ def test_short_jobs_are_held_ahead_and_each_runs_once(redis_conn: redis.Redis) -
     assert StartedJobRegistry('q', connection=redis_conn).count == 0 and queue.count == 0
 
 
+@pytest.mark.parametrize('worker_class', [rqfast.Worker, rqfast.SpawnWorker])
+def test_jobs_held_ahead_run_once_in_horses_too(
+    redis_conn: redis.Redis, monkeypatch: pytest.MonkeyPatch, worker_class: type
+) -> None:
+    """A forking or spawn worker's job threads take the jobs held ahead the same way, each to a horse."""
+    monkeypatch.setattr('rqfast.worker.loop.CONCURRENT_PREFETCH_MAX_RUN', 10.0)
+    queue = rqfast.Queue('q', connection=redis_conn)
+    made = queue.enqueue_many([rqfast.Queue.prepare_data(jobs.add, (n, n)) for n in range(24)])
+    worker = worker_class([queue], connection=redis_conn, concurrency=2)
+    worker.work(burst=True, logging_level='WARNING')
+    assert worker._loop is not None and worker._loop.held > 0
+    assert [job.return_value() for job in made] == [2 * n for n in range(24)]
+    assert all(len(job.results()) == 1 for job in made)  # each ran once
+    assert worker.successful_job_count == 24
+    assert StartedJobRegistry('q', connection=redis_conn).count == 0 and queue.count == 0
+
+
 def test_long_jobs_are_not_claimed_ahead(redis_conn: redis.Redis) -> None:
     """Two slots, three 0.8 s jobs: the third stays queued (another worker may take it) until a slot frees."""
     queue = rqfast.Queue('q', connection=redis_conn)
